@@ -1,0 +1,264 @@
+"""Layout checks for the Hopper harness: exact small-integer tiles and one-hot probes (layer 5, ``hw``).
+
+Two independent checks of the fragment / shared-memory layouts in :mod:`mmaformal.hw.kernels`:
+
+- :func:`layout_selfcheck`: random small integers, every product and sum exact in the operand
+  and output formats; D (decoded exactly from its bits) must equal the integer product A*B + C.
+- :func:`layout_probe`: layout-agnostic one-hot experiments in *image* space (which register or
+  shared-memory slot of A meets which slot of B in which slot of D). It recovers the row, column
+  and k classes of every slot from the hardware alone and says whether the declared tables agree
+  (up to the order of k, which exact arithmetic cannot see). Used to diagnose a failing check.
+
+The small exact integer codec here (:func:`encode_ints`, :func:`decode_ints`) is a test oracle
+kept apart from the core ``fp`` layer on purpose: it shares no code with the model.
+
+May import: numpy, :mod:`mmaformal.hw.kernels`, :mod:`mmaformal.hw.runner` (cupy lazily, via the
+runner). Invariant: raw bits in, raw bits out; values are only ever exact integers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels, runner
+
+__all__ = ["encode_ints", "decode_ints", "exact_ints", "layout_selfcheck", "layout_probe"]
+
+# (exponent bits w, trailing significand bits t, bias) of each storage layout (tf32: f32 container)
+_LAYOUT = {
+    "f64": (11, 52, 1023),
+    "f32": (8, 23, 127),
+    "tf32": (8, 23, 127),
+    "f16": (5, 10, 15),
+    "bf16": (8, 7, 127),
+    "e4m3": (4, 3, 7),
+    "e5m2": (5, 2, 15),
+}
+# significand bits (incl. hidden) of the *value* format, and the largest finite value
+_PRECISION = {"f64": 53, "f32": 24, "tf32": 11, "f16": 11, "bf16": 8, "e4m3": 4, "e5m2": 3}
+_MAXINT = {"f64": 2**60, "f32": 2**60, "tf32": 2**60, "f16": 65504, "bf16": 2**60,
+           "e4m3": 448, "e5m2": 57344}
+
+
+def _representable(v: int, fmt: str) -> bool:
+    v = abs(int(v))
+    if v == 0:
+        return True
+    if v > _MAXINT[fmt]:
+        return False
+    while v % 2 == 0:
+        v //= 2
+    return v < 2 ** _PRECISION[fmt]
+
+
+def exact_ints(fmt: str, count: int) -> list[int]:
+    """The ``count`` smallest positive integers exactly representable in ``fmt``."""
+    out, v = [], 1
+    while len(out) < count:
+        if v > _MAXINT[fmt]:
+            raise ValueError(f"{fmt} has fewer than {count} positive integers")
+        if _representable(v, fmt):
+            out.append(v)
+        v += 1
+    return out
+
+
+def encode_ints(values, fmt: str) -> np.ndarray:
+    """Bit patterns (storage dtype of ``fmt``) of exactly representable integers."""
+    w, t, bias = _LAYOUT[fmt]
+    v = np.asarray(values, dtype=np.int64)
+    flat = v.reshape(-1)
+    out = np.zeros(flat.shape, dtype=np.uint64)
+    for idx in np.flatnonzero(flat):
+        x = int(flat[idx])
+        if not _representable(x, fmt):
+            raise ValueError(f"{x} is not exactly representable in {fmt}")
+        s, mag = (1, -x) if x < 0 else (0, x)
+        e = mag.bit_length() - 1
+        T = ((mag << (t - e)) if e <= t else (mag >> (e - t))) - (1 << t)
+        out[idx] = (s << (w + t)) | ((e + bias) << t) | T
+    return out.reshape(v.shape).astype(kernels.STORAGE_DTYPE[fmt])
+
+
+def decode_ints(bits, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """(integer values, ok) of bit patterns; ok is False for Inf/NaN and non-integers."""
+    w, t, bias = _LAYOUT[fmt]
+    b = np.asarray(bits).astype(np.uint64)
+    s = (b >> np.uint64(w + t)) & np.uint64(1)
+    E = ((b >> np.uint64(t)) & np.uint64((1 << w) - 1)).astype(np.int64)
+    T = b & np.uint64((1 << t) - 1)
+    sig = np.where(E > 0, T + np.uint64(1 << t), T).astype(np.uint64)
+    ex = np.where(E > 0, E, 1) - bias - t  # value = sig * 2**ex
+    ok = E != (1 << w) - 1
+    neg = ex < 0
+    rsh = np.clip(-ex, 0, 63).astype(np.uint64)
+    lsh = np.clip(ex, 0, 63).astype(np.uint64)
+    frac_ok = np.where(neg, ((sig >> rsh) << rsh == sig) & (-ex < 64) | (sig == 0), True)
+    mag = np.where(neg, sig >> rsh, sig << lsh)
+    big = (~neg) & (ex > 10)  # beyond anything a self-check produces
+    ok &= frac_ok & ~big
+    val = mag.astype(np.int64)
+    val = np.where(s == 1, -val, val)
+    return np.where(ok, val, 0), ok
+
+
+def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
+                     desc: tuple[int, int] | None = None) -> tuple[bool, str]:
+    """Exact small-integer tiles through the GPU vs. the integer product; (ok, message)."""
+    s = kernels.spec(name)
+    rng = np.random.default_rng(seed)
+    A = rng.integers(-4, 5, size=(tiles, s.m, s.k))
+    B = rng.integers(-4, 5, size=(tiles, s.k, s.n))
+    C = rng.integers(-16, 17, size=(tiles, s.m, s.n))
+    # tile 0: distinct entries along k expose k-swaps inside a row of A
+    A[0] = (np.arange(s.k) % 9 - 4)[None, :] * np.where(np.arange(s.m) % 2, 1, -1)[:, None]
+    want = np.matmul(A, B) + C
+    d = runner.run(s.name, encode_ints(A, s.atype), encode_ints(B, s.btype),
+                   encode_ints(C, s.ctype), desc=desc)
+    got, ok = decode_ints(d, s.dtype)
+    bad = ~ok | (got != want)
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return True, (f"{s.name}: {tiles} tiles x {s.m}x{s.n} outputs (K={s.k}) all exact "
+                      "= A*B + C")
+    where = np.argwhere(bad)[:4]
+    ex = "; ".join(f"tile {t} D[{i},{j}] bits 0x{int(d[t, i, j]):x} want {int(want[t, i, j])}"
+                   for t, i, j in where)
+    return False, f"{s.name}: {n_bad}/{bad.size} outputs differ from A*B + C ({ex})"
+
+
+def _nonzero_bits(x, fmt: str):
+    w, t, _ = _LAYOUT[fmt]
+    mask = (1 << (w + t)) - 1  # all but the sign bit
+    return (x & x.dtype.type(mask)) != 0
+
+
+def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 1024) -> dict:
+    """One-hot probes in image space; dict with 'consistent', 'message' and observed classes.
+
+    Step 1: A = one-hot slot, B = ones -> the D slots of that slot's row.
+    Step 2: B = one-hot slot, A = ones -> the D slots of that slot's column.
+    Step 3: A = one-hot slot, B = per-column distinct codes -> which B slot shares its k.
+    """
+    cp = runner._cupy()
+    s = kernels.spec(name)
+    tabs = kernels.operand_tables(s.name)
+    na, nb, nc = len(tabs["a"]), len(tabs["b"]), len(tabs["c"])
+    one_a = encode_ints([1], s.atype)[0]
+    one_b = encode_ints([1], s.btype)[0]
+
+    def launch(a_img, b_img):
+        c_img = cp.zeros((a_img.shape[0], nc), dtype=s.storage("c"))
+        return runner.run_images(s.name, a_img, b_img, c_img, desc)
+
+    def onehot(n, lo, hi, one, dt):
+        x = cp.zeros((hi - lo, n), dtype=dt)
+        x[cp.arange(hi - lo), cp.arange(lo, hi)] = one
+        return x
+
+    # step 1 and 3 (A one-hot), step 2 (B one-hot)
+    rows_of_a, rows_of_b = [], []
+    for lo in range(0, na, chunk):
+        hi = min(na, lo + chunk)
+        d = launch(onehot(na, lo, hi, one_a, s.storage("a")),
+                   cp.full((hi - lo, nb), one_b, dtype=s.storage("b")))
+        t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
+        rows_of_a.append(np.stack([t.get() + lo, p.get()], 1))
+    for lo in range(0, nb, chunk):
+        hi = min(nb, lo + chunk)
+        d = launch(cp.full((hi - lo, na), one_a, dtype=s.storage("a")),
+                   onehot(nb, lo, hi, one_b, s.storage("b")))
+        t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
+        rows_of_b.append(np.stack([t.get() + lo, p.get()], 1))
+    pa = np.concatenate(rows_of_a)
+    pb = np.concatenate(rows_of_b)
+    problems: list[str] = []
+
+    def classes(pairs, nslots, what, want_members, want_dslots):
+        sets: list[list[int]] = [[] for _ in range(nslots)]
+        for slot, ds in pairs:
+            sets[slot].append(int(ds))
+        key_of, cls = {}, np.full(nslots, -1)
+        for slot in range(nslots):
+            k = tuple(sorted(sets[slot]))
+            cls[slot] = key_of.setdefault(k, len(key_of))
+        keys = list(key_of)
+        sizes = np.bincount(cls, minlength=len(keys))
+        if any(len(k) != want_dslots for k in keys) or any(sz != want_members for sz in sizes):
+            problems.append(f"{what}: {len(keys)} classes, sizes {sorted(set(sizes.tolist()))}, "
+                            f"D slots per class {sorted({len(k) for k in keys})} (want "
+                            f"{want_members} slots and {want_dslots} D slots each)")
+        return cls, keys
+
+    a_row, row_keys = classes(pa, na, "rows of A slots", s.k, s.n)
+    b_col, col_keys = classes(pb, nb, "columns of B slots", s.k, s.m)
+    d_row = np.full(nc, -1)
+    d_col = np.full(nc, -1)
+    for r, k in enumerate(row_keys):
+        d_row[list(k)] = r
+    for c, k in enumerate(col_keys):
+        d_col[list(k)] = c
+
+    # step 3: codes distinct within each column class of B
+    codes = exact_ints(s.btype, s.k)
+    b_code = np.zeros(nb, dtype=np.int64)
+    members = {c: np.flatnonzero(b_col == c) for c in range(len(col_keys))}
+    for c, mem in members.items():
+        b_code[mem] = [codes[i] if i < len(codes) else 0 for i in range(len(mem))]
+    b3 = cp.asarray(encode_ints(b_code, s.btype))
+    partner = {}
+    for lo in range(0, na, chunk):
+        hi = min(na, lo + chunk)
+        d = launch(onehot(na, lo, hi, one_a, s.storage("a")),
+                   cp.broadcast_to(b3, (hi - lo, nb)))
+        t_, p_ = cp.nonzero(_nonzero_bits(d, s.dtype))
+        raw = d[t_, p_].get()
+        t, p = t_.get(), p_.get()
+        vals, ok = decode_ints(raw, s.dtype)
+        for ti, pi, v, o in zip(t, p, vals, ok):
+            c = d_col[pi]
+            if not o or v not in codes or c < 0:
+                problems.append(f"step 3: A slot {ti + lo} gave bad D slot {pi}")
+                continue
+            mem = members[c]
+            partner.setdefault(int(ti + lo), []).append(int(mem[codes.index(int(v))]))
+    # k classes: A slots grouped by their set of partner B slots
+    k_of_a = np.full(na, -1)
+    k_of_b = np.full(nb, -1)
+    kkeys: dict = {}
+    for sa in range(na):
+        key = tuple(sorted(partner.get(sa, [])))
+        k_of_a[sa] = kkeys.setdefault(key, len(kkeys))
+        for sb in key:
+            k_of_b[sb] = k_of_a[sa]
+    if len(kkeys) != s.k:
+        problems.append(f"k classes: {len(kkeys)} (want {s.k})")
+
+    # compare with the declared tables (row/col/k labels up to a bijection)
+    ta, tb, tc = tabs["a"], tabs["b"], tabs["c"]
+    decl = {
+        "A rows": (a_row, ta // s.k), "A k": (k_of_a, ta % s.k),
+        "B cols": (b_col, tb % s.n), "B k": (k_of_b, tb // s.n),
+        "D rows": (d_row, tc // s.n), "D cols": (d_col, tc % s.n),
+    }
+    maps: dict[str, dict] = {"row": {}, "col": {}, "k": {}}
+    kind = {"A rows": "row", "D rows": "row", "B cols": "col", "D cols": "col",
+            "A k": "k", "B k": "k"}
+    for what, (obs, dec) in decl.items():
+        mp = maps[kind[what]]
+        bad = 0
+        for o, d_ in zip(obs.tolist(), dec.tolist()):
+            if mp.setdefault(o, d_) != d_:
+                bad += 1
+        if bad:
+            problems.append(f"{what}: {bad} slots disagree with the declared table")
+    for k_, mp in maps.items():
+        if len(set(mp.values())) != len(mp):
+            problems.append(f"{k_} labels: observed classes do not map one-to-one to declared")
+    ok = not problems
+    msg = (f"{s.name}: one-hot probe {'agrees with' if ok else 'DISAGREES with'} the declared "
+           f"layout ({na} A slots, {nb} B slots, {nc} D slots)")
+    if problems:
+        msg += ": " + "; ".join(problems[:6])
+    return {"consistent": ok, "message": msg, "a_row": a_row, "a_k": k_of_a, "b_col": b_col,
+            "b_k": k_of_b, "d_row": d_row, "d_col": d_col}

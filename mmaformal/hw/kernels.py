@@ -1,0 +1,499 @@
+"""CUDA C++ source generator for the Hopper (sm_90a) MMA harness (layer 5 front end, ``hw``).
+
+What it is: for each covered instruction (``sm90/mma.*`` run by one warp, ``sm90/wgmma.*`` run by
+one warpgroup) a small kernel with inline PTX that loads operand *images* into registers or
+shared memory, issues exactly one MMA instruction per tile, and stores the accumulator
+registers. Many tiles per launch (grid-stride loop over the batch).
+
+Where the fragment layouts live: here, once, as Python functions of (thread, element) that
+follow the PTX ISA ("Matrix fragments for mma.m16n8kK", "wgmma register fragments",
+"shared memory matrix layout", no swizzle, K-major). They are turned into index tables
+(:func:`operand_tables`) that map each position of an operand *image* to a flat matrix index.
+The runner gathers ``image = matrix.reshape(T, -1)[:, table]`` on the GPU, so the kernels read
+their registers with coalesced word loads and no layout arithmetic of their own, and a layout
+fix is a Python edit, not a kernel edit.
+
+Images (per tile, in elements of the operand's storage type):
+- register operand: position ``(word * threads + thread) * per_word + sub`` holds the element
+  ``i = word * per_word + sub`` of that thread's fragment; ``per_word`` elements are packed into
+  one 32-bit register, element 0 in the low bits (64-bit registers for f64).
+- wgmma shared-memory operand (A is M x K, B is stored N x K, both K-major): byte
+  ``(row // 8) * SBO + (kbyte // 16) * LBO + (row % 8) * 16 + kbyte % 16`` with the core matrix
+  (8 rows x 16 bytes) layout and ``LBO = 128``, ``SBO = 256`` (no swizzle).
+
+May import: numpy only (no CUDA needed to generate source). Invariant: raw bits in, raw bits
+out; the kernels move bit patterns and never do arithmetic on operand values.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+__all__ = [
+    "FORMAT_BITS",
+    "STORAGE_DTYPE",
+    "Spec",
+    "spec",
+    "instructions",
+    "operand_tables",
+    "source",
+    "WGMMA_LBO",
+    "WGMMA_SBO",
+]
+
+#: Storage width (bits) of one element of each operand format (tf32 lives in an f32 container).
+FORMAT_BITS = {"f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8}
+#: numpy storage dtype per format (raw-bit I/O contract of DESIGN.md).
+STORAGE_DTYPE = {f: np.dtype(f"uint{b}") for f, b in FORMAT_BITS.items()}
+
+#: Default wgmma descriptor strides for the no-swizzle K-major layout used by the images:
+#: LBO = distance between the two core matrices adjacent along K, SBO = distance between
+#: 8-row groups along M (or N). Source: PTX ISA, "Matrix Descriptor Format" (wgmma).
+WGMMA_LBO = 128
+WGMMA_SBO = 256
+
+ARCHES = ("sm90", "hopper")
+
+
+def _g(lane: int) -> int:  # groupID
+    return lane >> 2
+
+
+def _t(lane: int) -> int:  # threadID_in_group
+    return lane & 3
+
+
+# ---------------------------------------------------------------------------------------------
+# mma.sync fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k*"). Each entry gives
+# (elements per thread, f(lane, i) -> (row, col)) for A (M x K) and B (K x N).
+# ---------------------------------------------------------------------------------------------
+
+_MMA_AB = {
+    # f16 / bf16
+    ("m16n8k16", "16"): (
+        (8, lambda l, i: (_g(l) + 8 * ((i >> 1) & 1), 2 * _t(l) + (i & 1) + 8 * (i >> 2))),
+        (4, lambda l, i: (2 * _t(l) + (i & 1) + 8 * (i >> 1), _g(l))),
+    ),
+    ("m16n8k8", "16"): (
+        (4, lambda l, i: (_g(l) + 8 * (i >> 1), 2 * _t(l) + (i & 1))),
+        (2, lambda l, i: (2 * _t(l) + i, _g(l))),
+    ),
+    # tf32
+    ("m16n8k8", "tf32"): (
+        (4, lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1))),
+        (2, lambda l, i: (_t(l) + 4 * i, _g(l))),
+    ),
+    ("m16n8k4", "tf32"): (
+        (2, lambda l, i: (_g(l) + 8 * i, _t(l))),
+        (1, lambda l, i: (_t(l), _g(l))),
+    ),
+    # e4m3 / e5m2
+    ("m16n8k32", "8"): (
+        (16, lambda l, i: (_g(l) + 8 * ((i >> 2) & 1), 4 * _t(l) + (i & 3) + 16 * (i >> 3))),
+        (8, lambda l, i: (4 * _t(l) + (i & 3) + 16 * (i >> 2), _g(l))),
+    ),
+    ("m16n8k16", "8"): (
+        (8, lambda l, i: (_g(l) + 8 * (i >> 2), 4 * _t(l) + (i & 3))),
+        (4, lambda l, i: (4 * _t(l) + i, _g(l))),
+    ),
+    # f64
+    ("m8n8k4", "f64"): (
+        (1, lambda l, i: (_g(l), _t(l))),
+        (1, lambda l, i: (_t(l), _g(l))),
+    ),
+    ("m16n8k4", "f64"): (
+        (2, lambda l, i: (_g(l) + 8 * i, _t(l))),
+        (1, lambda l, i: (_t(l), _g(l))),
+    ),
+    ("m16n8k8", "f64"): (
+        (4, lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1))),
+        (2, lambda l, i: (_t(l) + 4 * i, _g(l))),
+    ),
+    ("m16n8k16", "f64"): (
+        (8, lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1))),
+        (4, lambda l, i: (_t(l) + 4 * i, _g(l))),
+    ),
+}
+
+# C / D of mma.sync: m16n8 shapes hold 4 elements per thread, m8n8k4 (f64) holds 2.
+_MMA_CD = {
+    "m16n8": (4, lambda l, i: (_g(l) + 8 * (i >> 1), 2 * _t(l) + (i & 1))),
+    "m8n8": (2, lambda l, i: (_g(l), 2 * _t(l) + i)),
+}
+
+
+def _wgmma_d(n: int):
+    """wgmma accumulator fragment (PTX ISA, "wgmma .m64nNk*" D layout): thread T of the
+    warpgroup, warp w = T // 32 owns rows 16w..16w+15; element i of N/2."""
+
+    def f(tid: int, i: int):
+        w, l = tid >> 5, tid & 31
+        return (16 * w + _g(l) + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * _t(l) + (i & 1))
+
+    return (n // 2, f)
+
+
+def _class(fmt: str) -> str:
+    return {"f16": "16", "bf16": "16", "tf32": "tf32", "e4m3": "8", "e5m2": "8", "f64": "f64"}[fmt]
+
+
+# ---------------------------------------------------------------------------------------------
+# Instruction specs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One covered instruction. ``name`` is the DESIGN.md spelling (``sm90/<qualifier>``)."""
+
+    name: str
+    family: str  # "mma" | "wgmma"
+    m: int
+    n: int
+    k: int
+    dtype: str
+    atype: str
+    btype: str
+    ctype: str
+
+    @property
+    def qualifier(self) -> str:
+        return self.name.split("/", 1)[1]
+
+    @property
+    def shape(self) -> str:
+        return f"m{self.m}n{self.n}k{self.k}"
+
+    @property
+    def threads(self) -> int:
+        return 32 if self.family == "mma" else 128
+
+    @property
+    def ptx(self) -> str:
+        """The PTX opcode that the kernel issues."""
+        if self.family == "mma":
+            return (f"mma.sync.aligned.{self.shape}.row.col."
+                    f"{self.dtype}.{self.atype}.{self.btype}.{self.ctype}")
+        return f"wgmma.mma_async.sync.aligned.{self.shape}.{self.dtype}.{self.atype}.{self.btype}"
+
+    def storage(self, role: str) -> np.dtype:
+        return STORAGE_DTYPE[{"a": self.atype, "b": self.btype, "c": self.ctype,
+                              "d": self.dtype}[role]]
+
+    def matrix_shape(self, role: str) -> tuple[int, int]:
+        return {"a": (self.m, self.k), "b": (self.k, self.n), "c": (self.m, self.n),
+                "d": (self.m, self.n)}[role]
+
+
+# Covered forms: every candidate that ptxas (CUDA 13.0) assembles for sm_90a. Checked here and
+# rejected: mma.m16n8k16 .f32.f16.f16.f16 / .f16.f16.f16.f32 ("dtype must equal ctype"), and
+# fp8 mma with dtype != ctype ("Unexpected instruction types"). See SASS.md.
+_F8 = ("e4m3", "e5m2")
+
+MMA_FORMS: tuple[str, ...] = (
+    "mma.m16n8k16.f32.f16.f16.f32",
+    "mma.m16n8k16.f16.f16.f16.f16",
+    "mma.m16n8k16.f32.bf16.bf16.f32",
+    "mma.m16n8k8.f32.f16.f16.f32",
+    "mma.m16n8k8.f16.f16.f16.f16",
+    "mma.m16n8k8.f32.bf16.bf16.f32",
+    "mma.m16n8k8.f32.tf32.tf32.f32",
+    "mma.m16n8k4.f32.tf32.tf32.f32",
+    *(f"mma.{k}.{d}.{a}.{b}.{d}" for k in ("m16n8k32", "m16n8k16") for d in ("f32", "f16")
+      for a in _F8 for b in _F8),
+    "mma.m8n8k4.f64.f64.f64.f64",
+    "mma.m16n8k4.f64.f64.f64.f64",
+    "mma.m16n8k8.f64.f64.f64.f64",
+    "mma.m16n8k16.f64.f64.f64.f64",
+)
+
+#: wgmma forms with N left open ("m64nNk16"): (kshape, dtype, atype, btype).
+WGMMA_FORMS: tuple[tuple[int, str, str, str], ...] = (
+    (16, "f32", "f16", "f16"),
+    (16, "f16", "f16", "f16"),
+    (16, "f32", "bf16", "bf16"),
+    (8, "f32", "tf32", "tf32"),
+    *((32, "f32", a, b) for a in _F8 for b in _F8),
+    *((32, "f16", a, b) for a in _F8 for b in _F8),
+)
+
+_MMA_RE = re.compile(r"^mma\.(m\d+n\d+k\d+)\.(\w+)\.(\w+)\.(\w+)\.(\w+)$")
+_WGMMA_RE = re.compile(r"^wgmma\.m64n(\d+)k(\d+)\.(\w+)\.(\w+)\.(\w+)$")
+_SHAPE_RE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
+
+
+def instructions(wgmma_n: tuple[int, ...] = (8, 256)) -> list[str]:
+    """All covered instruction names; wgmma forms once per N in ``wgmma_n``."""
+    out = [f"sm90/{q}" for q in MMA_FORMS]
+    for n in wgmma_n:
+        out += [f"sm90/wgmma.m64n{n}k{k}.{d}.{a}.{b}" for (k, d, a, b) in WGMMA_FORMS]
+    return out
+
+
+@lru_cache(maxsize=None)
+def spec(name: str) -> Spec:
+    """Parse and check a covered instruction name; ValueError naming what is covered."""
+    if "/" not in name:
+        raise ValueError(f"instruction {name!r}: expected 'sm90/<qualifier>', e.g. "
+                         "'sm90/mma.m16n8k16.f32.f16.f16.f32'")
+    arch, q = name.split("/", 1)
+    if arch not in ARCHES:
+        raise ValueError(f"instruction {name!r}: the hw harness covers sm90 (Hopper) only")
+    canon = f"sm90/{q}"
+    mm = _MMA_RE.match(q)
+    if mm:
+        if q not in MMA_FORMS:
+            raise ValueError(f"instruction {name!r} is not covered by the sm90 harness; "
+                             f"covered mma forms: {', '.join(MMA_FORMS)}")
+        shape, d, a, b, c = mm.groups()
+        M, N, K = map(int, _SHAPE_RE.match(shape).groups())
+        return Spec(canon, "mma", M, N, K, d, a, b, c)
+    wm = _WGMMA_RE.match(q)
+    if wm:
+        n, k, d, a, b = wm.groups()
+        n, k = int(n), int(k)
+        if (k, d, a, b) not in WGMMA_FORMS:
+            raise ValueError(f"instruction {name!r} is not covered; wgmma forms: " + ", ".join(
+                f"wgmma.m64nNk{k_}.{d_}.{a_}.{b_}" for (k_, d_, a_, b_) in WGMMA_FORMS))
+        if not (8 <= n <= 256 and n % 8 == 0):
+            raise ValueError(f"instruction {name!r}: wgmma N must be a multiple of 8 in 8..256")
+        return Spec(canon, "wgmma", 64, n, k, d, a, b, d)
+    raise ValueError(f"instruction {name!r}: expected 'sm90/mma.mMnNkK.dtype.atype.btype.ctype' "
+                     "or 'sm90/wgmma.m64nNkK.dtype.atype.btype'")
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout tables
+# ---------------------------------------------------------------------------------------------
+
+
+def _per_word(fmt: str) -> int:
+    return {8: 4, 16: 2, 32: 1, 64: 1}[FORMAT_BITS[fmt]]
+
+
+def _register_table(layout, threads: int, fmt: str, ncols: int, transpose: bool) -> np.ndarray:
+    """Image position -> flat matrix index for a register operand."""
+    nelem, f = layout
+    pw = _per_word(fmt)
+    assert nelem % pw == 0
+    nwords = nelem // pw
+    tab = np.empty(nwords * threads * pw, dtype=np.int64)
+    for tid in range(threads):
+        for i in range(nelem):
+            r, c = f(tid, i)
+            word, sub = divmod(i, pw)
+            tab[(word * threads + tid) * pw + sub] = (c * ncols + r) if transpose else (r * ncols + c)
+    return tab
+
+
+def _smem_table(rows: int, k: int, fmt: str, lbo: int, sbo: int, kmajor_of_b: bool,
+                n_for_b: int = 0) -> np.ndarray:
+    """Image position -> flat matrix index for a K-major no-swizzle shared-memory operand.
+
+    A: rows = M, element (r, k) -> flat r*K + k. B: rows = N (stored N x K), element (n, k) ->
+    flat k*N + n of the logical K x N matrix.
+    """
+    es = FORMAT_BITS[fmt] // 8
+    assert (k * es) % 16 == 0 and rows % 8 == 0
+    pos = {}
+    for r in range(rows):
+        for kk in range(k):
+            kb = kk * es
+            byte = (r >> 3) * sbo + (kb >> 4) * lbo + (r & 7) * 16 + (kb & 15)
+            pos[byte // es] = (kk * n_for_b + r) if kmajor_of_b else (r * k + kk)
+    tab = np.full(max(pos) + 1, -1, dtype=np.int64)
+    for p, v in pos.items():
+        tab[p] = v
+    return tab
+
+
+@lru_cache(maxsize=None)
+def operand_tables(name: str) -> dict[str, np.ndarray]:
+    """Index tables {'a','b','c'} mapping image position -> flat matrix index (D uses 'c').
+
+    ``table[p] = -1`` marks an image position that holds no matrix element (zero-filled).
+    """
+    s = spec(name)
+    if s.family == "mma":
+        (la, lb) = _MMA_AB[(s.shape, _class(s.atype))]
+        lc = _MMA_CD["m8n8" if s.m == 8 else "m16n8"]
+        ta = _register_table(la, 32, s.atype, s.k, False)
+        tb = _register_table(lb, 32, s.btype, s.n, False)
+        tc = _register_table(lc, 32, s.ctype, s.n, False)
+    else:
+        ta = _smem_table(s.m, s.k, s.atype, WGMMA_LBO, WGMMA_SBO, False)
+        tb = _smem_table(s.n, s.k, s.btype, WGMMA_LBO, WGMMA_SBO, True, n_for_b=s.n)
+        tc = _register_table(_wgmma_d(s.n), 128, s.ctype, s.n, False)
+    for t in (ta, tb, tc):
+        t.setflags(write=False)
+    return {"a": ta, "b": tb, "c": tc}
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA source
+# ---------------------------------------------------------------------------------------------
+
+KERNEL_NAME = "mmaformal_tile"
+
+_REG = {  # (C++ type, inline-asm constraint, word load expression from a uint word)
+    "b32": ("unsigned int", "r"),
+    "f32": ("float", "f"),
+    "f64": ("double", "d"),
+}
+
+
+def _reg_kind(fmt: str, role: str) -> str:
+    if fmt == "f64":
+        return "f64"
+    if role in "cd" and fmt == "f32":
+        return "f32"
+    return "b32"
+
+
+def _words(spec_: Spec, role: str) -> int:
+    """Registers per thread for an operand."""
+    tabs = operand_tables(spec_.name)
+    fmt = {"a": spec_.atype, "b": spec_.btype, "c": spec_.ctype, "d": spec_.dtype}[role]
+    key = "c" if role == "d" else role
+    return len(tabs[key]) // (spec_.threads * _per_word(fmt))
+
+
+def _load(kind: str, ptr: str) -> str:
+    if kind == "f32":
+        return f"__uint_as_float({ptr})"
+    if kind == "f64":
+        return f"__longlong_as_double((long long)({ptr}))"
+    return ptr
+
+
+def _store(kind: str, var: str) -> str:
+    if kind == "f32":
+        return f"__float_as_uint({var})"
+    if kind == "f64":
+        return f"(unsigned long long)__double_as_longlong({var})"
+    return var
+
+
+def _wtype(fmt: str) -> str:
+    return "unsigned long long" if FORMAT_BITS[fmt] == 64 else "unsigned int"
+
+
+def _mma_source(s: Spec) -> str:
+    na, nb, nc, nd = (_words(s, r) for r in "abcd")
+    ka, kb, kc, kd = (_reg_kind(f, r) for f, r in
+                      ((s.atype, "a"), (s.btype, "b"), (s.ctype, "c"), (s.dtype, "d")))
+    lines = []
+    w = lines.append
+    w(f"// {s.name}: one warp per tile, {s.ptx}")
+    w(f'extern "C" __global__ void __launch_bounds__(256) {KERNEL_NAME}(')
+    w(f"    const {_wtype(s.atype)}* __restrict__ A, const {_wtype(s.btype)}* __restrict__ B,")
+    w(f"    const {_wtype(s.ctype)}* __restrict__ C, {_wtype(s.dtype)}* __restrict__ D,")
+    w("    long long ntiles)")
+    w("{")
+    w("    const int lane = threadIdx.x & 31;")
+    w("    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;")
+    w("    for (long long t = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;"
+      " t < ntiles; t += nwarps) {")
+    for role, n, kind in (("a", na, ka), ("b", nb, kb), ("c", nc, kc)):
+        ptr = role.upper()
+        w(f"        const {_wtype(getattr(s, role + 'type'))}* {role}p = {ptr} + t * {n * 32} + lane;")
+        for j in range(n):
+            w(f"        {_REG[kind][0]} {role}{j} = {_load(kind, f'{role}p[{j * 32}]')};")
+    w(f"        {_REG[kd][0]} " + ", ".join(f"d{j}" for j in range(nd)) + ";")
+    ops = []
+    idx = 0
+    groups = []
+    for role, n in (("d", nd), ("a", na), ("b", nb), ("c", nc)):
+        groups.append("{" + ", ".join(f"%{idx + j}" for j in range(n)) + "}")
+        idx += n
+    w(f'        asm volatile("{s.ptx} {groups[0]}, {groups[1]}, {groups[2]}, {groups[3]};"')
+    outs = ", ".join(f'"={_REG[kd][1]}"(d{j})' for j in range(nd))
+    ins = ", ".join([f'"{_REG[ka][1]}"(a{j})' for j in range(na)]
+                    + [f'"{_REG[kb][1]}"(b{j})' for j in range(nb)]
+                    + [f'"{_REG[kc][1]}"(c{j})' for j in range(nc)])
+    w(f"            : {outs}")
+    w(f"            : {ins});")
+    w(f"        {_wtype(s.dtype)}* dp = D + t * {nd * 32} + lane;")
+    for j in range(nd):
+        w(f"        dp[{j * 32}] = {_store(kd, f'd{j}')};")
+    w("    }")
+    w("}")
+    del ops
+    return "\n".join(lines) + "\n"
+
+
+def _wgmma_source(s: Spec) -> str:
+    tabs = operand_tables(s.name)
+    a_bytes = len(tabs["a"]) * FORMAT_BITS[s.atype] // 8
+    b_bytes = len(tabs["b"]) * FORMAT_BITS[s.btype] // 8
+    assert a_bytes % 16 == 0 and b_bytes % 16 == 0
+    nd = _words(s, "d")
+    kd = _reg_kind(s.dtype, "d")
+    cty, con = _REG[kd]
+    lines = []
+    w = lines.append
+    w(f"// {s.name}: one warpgroup per tile, {s.ptx}, A and B from shared memory (K-major, no swizzle)")
+    w("__device__ __forceinline__ unsigned long long mmaformal_desc(const void* p, unsigned lbo, unsigned sbo)")
+    w("{")
+    w("    unsigned addr;")
+    w('    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(addr) : "l"(p));')
+    w("    unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);")
+    w("    d |= (unsigned long long)((lbo >> 4) & 0x3FFF) << 16;")
+    w("    d |= (unsigned long long)((sbo >> 4) & 0x3FFF) << 32;")
+    w("    return d;  // base offset 0, swizzle mode 0 (none)")
+    w("}")
+    w(f'extern "C" __global__ void __launch_bounds__(128) {KERNEL_NAME}(')
+    w("    const uint4* __restrict__ A, const uint4* __restrict__ B,")
+    w("    const unsigned int* __restrict__ C, unsigned int* __restrict__ D,")
+    w("    long long ntiles, unsigned lbo, unsigned sbo)")
+    w("{")
+    w(f"    __shared__ __align__(128) uint4 sA[{a_bytes // 16}];")
+    w(f"    __shared__ __align__(128) uint4 sB[{b_bytes // 16}];")
+    w("    const int tid = threadIdx.x;")
+    w("    const unsigned long long da = mmaformal_desc(sA, lbo, sbo);")
+    w("    const unsigned long long db = mmaformal_desc(sB, lbo, sbo);")
+    w("    for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {")
+    w("        __syncthreads();  // the previous tile's wgmma has completed (wait_group 0)")
+    w(f"        for (int i = tid; i < {a_bytes // 16}; i += 128) sA[i] = A[t * {a_bytes // 16} + i];")
+    w(f"        for (int i = tid; i < {b_bytes // 16}; i += 128) sB[i] = B[t * {b_bytes // 16} + i];")
+    w('        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
+    w("        __syncthreads();")
+    w(f"        const unsigned int* cp = C + t * {nd * 128} + tid;")
+    for j in range(nd):
+        w(f"        {cty} d{j} = {_load(kd, f'cp[{j * 128}]')};")
+    fence = ", ".join(f'"+{con}"(d{j})' for j in range(nd))
+    w(f'        asm volatile("" : {fence} :: "memory");')
+    w('        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+    regs = "{" + ", ".join(f"%{j}" for j in range(nd)) + "}"
+    ia, ib, ip = nd, nd + 1, nd + 2
+    if s.atype in ("f16", "bf16"):
+        tail = "p, 1, 1, 0, 0"  # scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+    else:
+        tail = "p, 1, 1"  # scale-d, imm-scale-a, imm-scale-b (tf32/fp8: K-major only)
+    w('        asm volatile("{ .reg .pred p; setp.ne.b32 p, %' + str(ip) + ', 0; '
+      + f"{s.ptx} {regs}, %{ia}, %{ib}, {tail}; }}\"")
+    w(f"            : {fence}")
+    w('            : "l"(da), "l"(db), "r"(1) : "memory");')
+    w('        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+    w('        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
+    w(f'        asm volatile("" : {fence} :: "memory");')
+    w(f"        unsigned int* dp = D + t * {nd * 128} + tid;")
+    for j in range(nd):
+        w(f"        dp[{j * 128}] = {_store(kd, f'd{j}')};")
+    w("    }")
+    w("}")
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=None)
+def source(name: str) -> str:
+    """CUDA C++ source (no #include; NVRTC- and nvcc-compatible) of the tile kernel."""
+    s = spec(name)
+    head = (f"// Generated by mmaformal.hw.kernels for {s.name}. Raw bits in, raw bits out.\n"
+            "// Build: -gencode=arch=compute_90a,code=sm_90a\n")
+    body = _mma_source(s) if s.family == "mma" else _wgmma_source(s)
+    return head + body

@@ -1,0 +1,340 @@
+"""Run one MMA instruction on a Hopper GPU, raw bits in and raw bits out (layer 5, ``hw``).
+
+``run(name, a, b, c) -> d`` takes numpy unsigned-integer arrays holding bit patterns (A is
+(..., M, K), B (..., K, N), C (..., M, N); uint8 for e4m3/e5m2, uint16 for f16/bf16, uint32 for
+f32 and tf32, uint64 for f64; the leading batch dimensions are independent tiles) and returns D
+(..., M, N) as bit patterns of the instruction's dtype. Nothing goes through host floats: the
+operands are gathered into the kernels' fragment images on the GPU (index tables from
+:mod:`mmaformal.hw.kernels`), one MMA instruction runs per tile, and D is scattered back.
+
+Kernels are compiled at run time for ``sm_90a`` (``-gencode=arch=compute_90a,code=sm_90a``) with
+nvcc when it is on the machine (else NVRTC through CuPy), cached on disk by source hash
+(``$MMAFORMAL_HW_CACHE``, default ``~/.cache/mmaformal/hw``) and in memory, and loaded with
+``cupy.RawModule``. Huge batches are processed in chunks (``chunk_bytes``).
+
+Errors: no CuPy / no GPU / not sm_90 / no compiler -> :class:`HardwareUnavailable` (one-line
+message; the CLI maps it to exit 2). Wrong shapes or dtypes -> ValueError naming what was expected.
+
+May import: numpy, :mod:`mmaformal.hw.kernels`; cupy only lazily, inside functions.
+Invariant: raw bits in, raw bits out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from . import kernels
+from .kernels import KERNEL_NAME, spec as _spec
+
+__all__ = [
+    "HardwareUnavailable",
+    "available",
+    "run",
+    "run_images",
+    "layout_selfcheck",
+    "compile_cubin",
+    "device_info",
+    "instructions",
+]
+
+ARCH_FLAG = "-gencode=arch=compute_90a,code=sm_90a"
+NVRTC_ARCH = "--gpu-architecture=sm_90a"
+DEFAULT_CHUNK_BYTES = 1 << 30
+
+instructions = kernels.instructions
+
+
+class HardwareUnavailable(RuntimeError):
+    """No usable Hopper GPU / CuPy / compiler: the CLI turns this into exit code 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment
+# ---------------------------------------------------------------------------------------------
+
+
+def _cupy():
+    try:
+        import cupy  # noqa: PLC0415  (lazy on purpose: no heavy import at module import)
+    except Exception as e:  # ImportError, or a broken CUDA install
+        raise HardwareUnavailable(f"CuPy is not importable ({type(e).__name__}: {e})".split("\n")[0])
+    return cupy
+
+
+def nvcc_path() -> str | None:
+    """The nvcc executable (``$MMAFORMAL_NVCC``, PATH, ``$CUDA_HOME/bin``, /usr/local/cuda/bin)."""
+    cand = [os.environ.get("MMAFORMAL_NVCC"), shutil.which("nvcc")]
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            cand.append(os.path.join(root, "bin", "nvcc"))
+    for c in cand:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+@lru_cache(maxsize=None)
+def nvcc_version(nvcc: str) -> str:
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    lines = [ln for ln in out.splitlines() if "release" in ln]
+    return lines[-1].strip() if lines else out.strip().splitlines()[-1]
+
+
+def _backend() -> str:
+    b = os.environ.get("MMAFORMAL_HW_BACKEND", "").lower()
+    if b in ("nvcc", "nvrtc"):
+        return b
+    return "nvcc" if nvcc_path() else "nvrtc"
+
+
+def _device():
+    cp = _cupy()
+    try:
+        n = cp.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        raise HardwareUnavailable(f"no CUDA device ({type(e).__name__}: {e})".split("\n")[0])
+    if n == 0:
+        raise HardwareUnavailable("no CUDA device")
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    if (props["major"], props["minor"]) != (9, 0):
+        raise HardwareUnavailable(
+            f"device {dev.id} ({name}) is sm_{props['major']}{props['minor']}; "
+            "the harness needs sm_90a (Hopper: H100/H200)")
+    return cp, dev, props, name
+
+
+def device_info() -> dict:
+    """Device name, compute capability, driver and runtime versions, SM count, CuPy version."""
+    cp, dev, props, name = _device()
+    return {
+        "device": name,
+        "cc": f"{props['major']}.{props['minor']}",
+        "sms": int(props["multiProcessorCount"]),
+        "driver": cp.cuda.runtime.driverGetVersion(),
+        "runtime": cp.cuda.runtime.runtimeGetVersion(),
+        "cupy": cp.__version__,
+        "backend": _backend(),
+        "nvcc": nvcc_version(nvcc_path()) if nvcc_path() else None,
+    }
+
+
+def available() -> tuple[bool, str]:
+    """(True, description) when run() can work here, else (False, one-line reason)."""
+    try:
+        cp, dev, props, name = _device()
+        if _backend() == "nvrtc":
+            try:
+                cp.cuda.nvrtc.getVersion()
+            except Exception as e:
+                raise HardwareUnavailable(f"neither nvcc nor NVRTC is usable ({e})")
+    except HardwareUnavailable as e:
+        return False, str(e)
+    return True, f"{name} (sm_90a), CuPy {cp.__version__}, compiler {_backend()}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation
+# ---------------------------------------------------------------------------------------------
+
+
+def _cache_dir() -> Path:
+    d = Path(os.environ.get("MMAFORMAL_HW_CACHE", Path.home() / ".cache" / "mmaformal" / "hw"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _compile_nvcc(src: str, out: Path, nvcc: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="mmaformal_hw_") as td:
+        cu = Path(td) / "kernel.cu"
+        cu.write_text(src)
+        tmp = Path(td) / "kernel.cubin"
+        r = subprocess.run([nvcc, "-cubin", ARCH_FLAG, "-o", str(tmp), str(cu)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"nvcc failed for sm_90a:\n{r.stderr.strip()}")
+        shutil.move(str(tmp), str(out))
+
+
+def _compile_nvrtc(src: str, out: Path) -> None:
+    cp = _cupy()
+    nvrtc = cp.cuda.nvrtc
+    prog = nvrtc.createProgram(src, "kernel.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, [NVRTC_ARCH])
+        except Exception as e:
+            raise RuntimeError(f"NVRTC failed for sm_90a: {e}\n{nvrtc.getProgramLog(prog)}")
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    out.write_bytes(cubin)
+
+
+def compile_cubin(name: str, backend: str | None = None) -> Path:
+    """Compile the tile kernel of ``name`` to an sm_90a cubin (disk-cached); return its path.
+
+    Needs no GPU with the nvcc backend. Raises HardwareUnavailable when no compiler is found.
+    """
+    src = kernels.source(_spec(name).name)
+    backend = backend or _backend()
+    if backend == "nvcc":
+        nvcc = nvcc_path()
+        if nvcc is None:
+            raise HardwareUnavailable("nvcc not found (set MMAFORMAL_NVCC or CUDA_HOME)")
+        tag = f"nvcc|{ARCH_FLAG}|{nvcc_version(nvcc)}"
+    else:
+        cp = _cupy()
+        tag = f"nvrtc|{NVRTC_ARCH}|{cp.cuda.nvrtc.getVersion()}"
+    key = hashlib.sha256((tag + "\n" + src).encode()).hexdigest()[:32]
+    out = _cache_dir() / f"{key}.cubin"
+    if not out.exists():
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        if backend == "nvcc":
+            _compile_nvcc(src, tmp, nvcc)
+        else:
+            _compile_nvrtc(src, tmp)
+        os.replace(tmp, out)
+    return out
+
+
+_FUNCS: dict[str, object] = {}
+
+
+def _function(name: str):
+    name = _spec(name).name
+    f = _FUNCS.get(name)
+    if f is None:
+        cp = _cupy()
+        path = compile_cubin(name)
+        mod = cp.RawModule(path=str(path))
+        f = mod.get_function(KERNEL_NAME)
+        _FUNCS[name] = f
+    return f
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def _sm_count() -> int:
+    _, _, props, _ = _device()
+    return int(props["multiProcessorCount"])
+
+
+@lru_cache(maxsize=None)
+def _device_tables(name: str, dev_id: int):
+    cp = _cupy()
+    tabs = kernels.operand_tables(name)
+    inv = np.empty_like(tabs["c"])
+    inv[tabs["c"]] = np.arange(len(tabs["c"]))
+    return {k: cp.asarray(v) for k, v in tabs.items()} | {"c_inv": cp.asarray(inv)}
+
+
+def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = None):
+    """Run the tile kernel on device arrays already in image order.
+
+    ``a_img`` (T, len(table a)) of A's storage dtype, likewise b, c; returns D images (T, len(
+    table c)) of D's storage dtype. ``desc`` = (LBO, SBO) overrides the wgmma descriptor strides
+    (diagnostics only).
+    """
+    cp = _cupy()
+    s = _spec(name)
+    f = _function(name)
+    T = int(a_img.shape[0])
+    d_img = cp.empty((T, c_img.shape[1]), dtype=s.storage("d"))
+    if T == 0:
+        return d_img
+    sms = _sm_count()
+    args = [cp.ascontiguousarray(a_img), cp.ascontiguousarray(b_img),
+            cp.ascontiguousarray(c_img), d_img, np.int64(T)]
+    if s.family == "mma":
+        threads = 256
+        blocks = min(-(-T // (threads // 32)), sms * 32)
+    else:
+        threads = 128
+        blocks = min(T, sms * 16)
+        lbo, sbo = desc or (kernels.WGMMA_LBO, kernels.WGMMA_SBO)
+        args += [np.uint32(lbo), np.uint32(sbo)]
+    f((blocks,), (threads,), tuple(args))
+    return d_img
+
+
+def _check(name: str, a, b, c):
+    s = _spec(name)
+    shapes = {"a": (s.m, s.k), "b": (s.k, s.n), "c": (s.m, s.n)}
+    fmts = {"a": s.atype, "b": s.btype, "c": s.ctype}
+    arrs = {"a": a, "b": b, "c": c}
+    batch = None
+    for role in "abc":
+        x = arrs[role]
+        if not isinstance(x, np.ndarray):
+            raise ValueError(f"{s.name}: {role.upper()} must be a numpy array of "
+                             f"{s.storage(role)} bit patterns, got {type(x).__name__}")
+        want = s.storage(role)
+        if x.dtype != want:
+            raise ValueError(f"{s.name}: {role.upper()} must hold {fmts[role]} bit patterns as "
+                             f"{want}, got dtype {x.dtype}")
+        if x.ndim < 2 or x.shape[-2:] != shapes[role]:
+            raise ValueError(f"{s.name}: {role.upper()} must have shape (..., {shapes[role][0]}, "
+                             f"{shapes[role][1]}), got {x.shape}")
+        if batch is None:
+            batch = x.shape[:-2]
+        elif x.shape[:-2] != batch:
+            raise ValueError(f"{s.name}: A, B, C must share their leading batch dimensions, got "
+                             f"{a.shape}, {b.shape}, {c.shape}")
+    return s, batch
+
+
+def run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES, desc: tuple[int, int] | None = None) -> np.ndarray:
+    """D = A*B + C on the GPU, one instruction per tile; raw bit patterns in and out.
+
+    ``desc`` overrides the wgmma descriptor (LBO, SBO) strides: diagnostics only.
+    """
+    s, batch = _check(name, a, b, c)
+    cp = _cupy()
+    _device()
+    T = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    mk, kn, mn = s.m * s.k, s.k * s.n, s.m * s.n
+    af = np.ascontiguousarray(a).reshape(T, mk)
+    bf = np.ascontiguousarray(b).reshape(T, kn)
+    cf = np.ascontiguousarray(c).reshape(T, mn)
+    d = np.empty((T, mn), dtype=s.storage("d"))
+    per_tile = 2 * (mk * s.storage("a").itemsize + kn * s.storage("b").itemsize
+                    + mn * s.storage("c").itemsize + 2 * mn * s.storage("d").itemsize)
+    step = max(1, int(chunk_bytes) // per_tile)
+    tabs = _device_tables(s.name, cp.cuda.Device().id)
+    for lo in range(0, T, step):
+        hi = min(T, lo + step)
+        a_img = cp.take(cp.asarray(af[lo:hi]), tabs["a"], axis=1)
+        b_img = cp.take(cp.asarray(bf[lo:hi]), tabs["b"], axis=1)
+        c_img = cp.take(cp.asarray(cf[lo:hi]), tabs["c"], axis=1)
+        d_img = run_images(s.name, a_img, b_img, c_img, desc)
+        del a_img, b_img, c_img
+        d[lo:hi] = cp.take(d_img, tabs["c_inv"], axis=1).get()
+        del d_img
+    return d.reshape(*batch, s.m, s.n)
+
+
+def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
+                     desc: tuple[int, int] | None = None) -> tuple[bool, str]:
+    """Run exact small-integer tiles and compare with an exact integer matrix product.
+
+    Every value, product and sum is exactly representable in the operand and output formats,
+    so any difference is a layout (or harness) error, not rounding. Returns (ok, message).
+    """
+    from .check import layout_selfcheck as _lsc  # noqa: PLC0415
+
+    return _lsc(name, tiles=tiles, seed=seed, desc=desc)

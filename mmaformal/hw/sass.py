@@ -1,0 +1,60 @@
+"""SASS of the harness kernels: which tensor-core machine instructions each PTX form becomes.
+
+(layer 5 front end, ``hw``). A PTX MMA may compile to a sequence (DESIGN.md: "look at the SASS"),
+so every hardware campaign records it. :func:`sass` compiles the generated kernel of an
+instruction with nvcc to an sm_90a cubin (``-gencode=arch=compute_90a,code=sm_90a``; no GPU
+needed) and returns the ``cuobjdump -sass`` text and the list of MMA mnemonics in it (HMMA,
+HGMMA, QGMMA, DMMA, IMMA..., with their modifiers), in program order.
+
+May import: :mod:`mmaformal.hw.runner` (for the compiler and cache), standard library.
+Invariant: reads compiler output only; runs nothing on a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+from .runner import HardwareUnavailable, compile_cubin, nvcc_path
+
+__all__ = ["cuobjdump_path", "sass", "mma_mnemonics"]
+
+# an instruction line of cuobjdump -sass: /*0120*/  [@P0] OPCODE.MODS operands ;
+_INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
+_MMA = re.compile(r"^[A-Z]*MMA\b|^[A-Z]*GMMA\b|^[A-Z]*MMA\.")
+
+
+def cuobjdump_path() -> str | None:
+    nv = nvcc_path()
+    cand = [os.environ.get("MMAFORMAL_CUOBJDUMP"), shutil.which("cuobjdump")]
+    if nv:
+        cand.append(os.path.join(os.path.dirname(os.path.realpath(nv)), "cuobjdump"))
+    cand.append("/usr/local/cuda/bin/cuobjdump")
+    for c in cand:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def mma_mnemonics(sass_text: str) -> list[str]:
+    """MMA mnemonics (with modifiers) in program order, e.g. ['HMMA.16816.F32']."""
+    out = []
+    for line in sass_text.splitlines():
+        m = _INSN.search(line)
+        if m and _MMA.match(m.group(1)):
+            out.append(m.group(1))
+    return out
+
+
+def sass(name: str) -> tuple[str, list[str]]:
+    """(cuobjdump -sass text, MMA mnemonics) of the harness kernel of ``name`` (sm_90a)."""
+    cub = compile_cubin(name, backend="nvcc")
+    tool = cuobjdump_path()
+    if tool is None:
+        raise HardwareUnavailable("cuobjdump not found (CUDA toolkit binary utilities needed)")
+    r = subprocess.run([tool, "-sass", str(cub)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"cuobjdump failed: {r.stderr.strip()}")
+    return r.stdout, mma_mnemonics(r.stdout)

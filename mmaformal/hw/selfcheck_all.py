@@ -1,0 +1,201 @@
+"""Batch validation of the Hopper harness on a real GPU: ``python3 -m mmaformal.hw.selfcheck_all``.
+
+(layer 5 front end, ``hw``). One command that a device session runs: compiles every covered
+kernel for sm_90a, runs the exact small-integer layout self-check of each, runs the one-hot
+layout probe (all mma forms and the small-N wgmma forms, and every form that fails), dumps the
+SASS MMA mnemonics, times 10^7 dot products through ``run()`` for a few instructions, and writes
+into ``--out`` (default ``$OUT`` or .): selfcheck.json, selfcheck.txt (the table), sass.txt
+(mnemonics per instruction), sass_full.txt (cuobjdump -sass of every kernel), probes.npz (probe
+classes of failing forms, if any).
+
+May import: numpy, the other hw modules (cupy lazily through them). Invariant: raw bits only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from . import check, kernels, runner, sass
+
+
+def _sh(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+    except Exception as e:  # tool missing
+        return f"({type(e).__name__})"
+
+
+def _summary(mn: list[str]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in Counter(mn).items()) or "(none)"
+
+
+def _speed(name: str, dots: int, seed: int = 1) -> dict:
+    s = kernels.spec(name)
+    T = -(-dots // (s.m * s.n))
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+
+    def bits(role, shape):
+        dt = s.storage(role)
+        return rng.integers(0, np.iinfo(dt).max, size=shape, dtype=dt, endpoint=True)
+
+    a = bits("a", (T, s.m, s.k))
+    b = bits("b", (T, s.k, s.n))
+    c = bits("c", (T, s.m, s.n))
+    t1 = time.perf_counter()
+    runner.run(name, a[:1], b[:1], c[:1])  # warm (compile/load)
+    t2 = time.perf_counter()
+    d = runner.run(name, a, b, c)
+    t3 = time.perf_counter()
+    assert d.shape == (T, s.m, s.n)
+    return {"name": name, "tiles": T, "dots": T * s.m * s.n, "gen_s": round(t1 - t0, 3),
+            "run_s": round(t3 - t2, 3), "dots_per_s": float(T * s.m * s.n / (t3 - t2))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m mmaformal.hw.selfcheck_all")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--n", default="8,24,128,256", help="wgmma N values")
+    ap.add_argument("--probe-max-n", type=int, default=24,
+                    help="probe passing wgmma forms up to this N (failing ones always)")
+    ap.add_argument("--speed-dots", type=int, default=10_000_000)
+    ap.add_argument("--no-speed", action="store_true")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ns = tuple(int(x) for x in args.n.split(","))
+    names = kernels.instructions(ns)
+
+    res: dict = {"date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    ok, why = runner.available()
+    res["available"] = [ok, why]
+    print("available:", ok, why, flush=True)
+    res["nvidia_smi"] = _sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                             "--format=csv,noheader"])
+    nv = runner.nvcc_path()
+    res["nvcc"] = runner.nvcc_version(nv) if nv else None
+    res["cuobjdump"] = sass.cuobjdump_path()
+    if ok:
+        res["device"] = runner.device_info()
+    print(json.dumps({k: v for k, v in res.items()}, indent=1), flush=True)
+
+    # 1. compile everything (parallel nvcc)
+    t0 = time.perf_counter()
+    compile_err: dict[str, str] = {}
+
+    def comp(n):
+        try:
+            runner.compile_cubin(n)
+        except Exception as e:
+            compile_err[n] = str(e)[-800:]
+
+    with ThreadPoolExecutor(max(2, min(16, os.cpu_count() or 2))) as ex:
+        list(ex.map(comp, names))
+    res["compile_s"] = round(time.perf_counter() - t0, 1)
+    print(f"compiled {len(names)} kernels in {res['compile_s']} s, {len(compile_err)} errors",
+          flush=True)
+
+    rows = []
+    probes: dict[str, np.ndarray] = {}
+    sass_lines, sass_full = [], []
+    for n in names:
+        row = {"name": n, "ptx": kernels.spec(n).ptx}
+        if n in compile_err:
+            row["compile_error"] = compile_err[n]
+        # SASS
+        try:
+            text, mn = sass.sass(n)
+            row["sass"] = mn
+            sass_lines.append(f"{n}\t{_summary(mn)}")
+            sass_full.append(f"===== {n}\n{text}")
+        except Exception as e:
+            row["sass_error"] = f"{type(e).__name__}: {e}"[:400]
+            sass_lines.append(f"{n}\t(error: {row['sass_error']})")
+        # self-check
+        if ok and n not in compile_err:
+            t1 = time.perf_counter()
+            try:
+                good, msg = runner.layout_selfcheck(n)
+            except Exception as e:
+                good, msg = False, f"{type(e).__name__}: {e}"
+                row["traceback"] = traceback.format_exc()[-1500:]
+            row["selfcheck"] = good
+            row["selfcheck_msg"] = msg
+            row["selfcheck_s"] = round(time.perf_counter() - t1, 3)
+            s = kernels.spec(n)
+            if not good and s.family == "wgmma":
+                alt = (kernels.WGMMA_SBO, kernels.WGMMA_LBO)
+                try:
+                    g2, m2 = runner.layout_selfcheck(n, desc=alt)
+                except Exception as e:
+                    g2, m2 = False, f"{type(e).__name__}: {e}"
+                row["selfcheck_swapped_desc"] = [g2, m2]
+            if not good or s.family == "mma" or s.n <= args.probe_max_n:
+                try:
+                    p = check.layout_probe(n)
+                    row["probe"] = p["consistent"]
+                    row["probe_msg"] = p["message"]
+                    if not p["consistent"] or not good:
+                        for k, v in p.items():
+                            if isinstance(v, np.ndarray):
+                                probes[f"{n}|{k}"] = v
+                except Exception as e:
+                    row["probe"] = None
+                    row["probe_msg"] = f"probe error {type(e).__name__}: {e}"[:600]
+                    row["probe_traceback"] = traceback.format_exc()[-1500:]
+        rows.append(row)
+        print(f"{n:42s} compile={'ERR' if n in compile_err else 'ok':3s} "
+              f"check={row.get('selfcheck')} probe={row.get('probe')} "
+              f"sass={_summary(row.get('sass', []))}", flush=True)
+        if row.get("selfcheck") is False:
+            print("   ", row["selfcheck_msg"], flush=True)
+            if "selfcheck_swapped_desc" in row:
+                print("    swapped desc:", row["selfcheck_swapped_desc"], flush=True)
+        if row.get("probe") is not True and "probe_msg" in row:
+            print("   ", row["probe_msg"], flush=True)
+    res["rows"] = rows
+
+    if ok and not args.no_speed:
+        res["speed"] = []
+        for n in ("sm90/mma.m16n8k16.f32.f16.f16.f32", "sm90/mma.m8n8k4.f64.f64.f64.f64",
+                  "sm90/mma.m16n8k32.f32.e4m3.e4m3.f32", "sm90/wgmma.m64n256k16.f32.f16.f16",
+                  "sm90/wgmma.m64n8k32.f32.e4m3.e4m3"):
+            try:
+                sp = _speed(n, args.speed_dots)
+            except Exception as e:
+                sp = {"name": n, "error": f"{type(e).__name__}: {e}"[:400]}
+            res["speed"].append(sp)
+            print("speed", json.dumps(sp), flush=True)
+
+    (out / "selfcheck.json").write_text(json.dumps(res, indent=1, default=str))
+    (out / "sass.txt").write_text("\n".join(sass_lines) + "\n")
+    (out / "sass_full.txt").write_text("\n".join(sass_full))
+    if probes:
+        np.savez_compressed(out / "probes.npz", **probes)
+    table = ["| instruction | self-check | one-hot probe | SASS MMA mnemonics |",
+             "|---|---|---|---|"]
+    for r in rows:
+        sc = {True: "pass", False: "FAIL", None: "-"}[r.get("selfcheck")]
+        pr = {True: "agrees", False: "DISAGREES", None: "-"}[r.get("probe")]
+        table.append(f"| `{r['name']}` | {sc} | {pr} | {_summary(r.get('sass', []))} |")
+    (out / "selfcheck.txt").write_text("\n".join(table) + "\n")
+    print("\n".join(table))
+    n_fail = sum(1 for r in rows if r.get("selfcheck") is False)
+    print(f"\n{len(rows)} instructions, {n_fail} self-check failures", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,531 @@
+"""Layer 3, mma: the elementary operations of seed 002 sec. 4 (Algorithms 1-11).
+
+May import: mmaformal.bits, mmaformal.fp. Each operation takes lists of storage-element `BV`s
+(one per vector position; on the numpy back-end each BV holds all dot products as lanes) and
+returns the output element as a `BV`. Written once, run on every back-end.
+
+Invariants:
+- The finite path is computed for every input; NaN/Inf/signed-zero rules are an overlay of
+  `ite`s (`_special`), following seed 002 sec. 4.2 and the named parameters below.
+- Every choice the paper leaves open is a keyword parameter with a documented default:
+  `zero_exp` (the exponent a zero term takes in e_max), `nan` (NaN encoding of the result),
+  `overflow` (Inf or saturation at output rounding), `tf32_round` (how a 32-bit tf32
+  container is read), `flush` (FTZ-Add/Mul input flushing).
+- Fixed-point values are signed `BV`s in units of 2^(exponent - fraction bits); every width is
+  derived statically from the formats, so nothing can overflow (and the back-ends check).
+
+Source: seed 002 Algorithms 1-11; parameters are chosen per instruction by theories/.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from . import fp
+from .bits import BV, Bool, bitlen, bvmax, clz, ite
+from .fp import Format, Unpacked, decode, fmt, round_to
+
+__all__ = [
+    "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
+    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "NVIDIA_NAN",
+]
+
+#: NVIDIA's canonical NaN of each output format (seed 002 sec. 4.2).
+NVIDIA_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF, "bf16": 0x7FFF, "f64": 0x7FFFFFFFFFFFFFFF}
+
+#: Output conversion functions of seed 002 Table 2: name -> (format, rounding mode).
+RHO = {
+    "RZ-FP32": ("f32", "RZ"),
+    "RZ-E8M13": ("e8m13", "RZ"),
+    "RNE-FP32": ("f32", "RNE"),
+    "RNE-FP16": ("f16", "RNE"),
+    "RNE-BF16": ("bf16", "RNE"),
+}
+
+
+def rho_of(rho: str) -> tuple[Format, str, Format]:
+    """(rounding format, mode, storage format of the result) of a conversion function."""
+    try:
+        name, mode = RHO[rho]
+    except KeyError:
+        raise ValueError(f"unknown output conversion {rho!r}; expected one of {', '.join(RHO)}") from None
+    f = fmt(name)
+    return f, mode, fmt("f32") if f.name == "e8m13" else f
+
+
+# ------------------------------------------------------------------------------------------
+# Terms: exact products and the accumulator, before alignment.
+# ------------------------------------------------------------------------------------------
+
+@dataclass
+class Term:
+    """value = (-1)^sign * sig * 2^(e - fb); fb (fraction bits of sig) is static."""
+
+    sign: Bool
+    e: BV
+    sig: BV
+    fb: int
+    zero: Bool
+    inf: Bool
+    nan: Bool
+
+
+def _read(f: Format, x: BV, tf32_round: str) -> Unpacked:
+    """Decode an input element; a tf32 container is first rounded from its f32 bits when the
+    hardware is believed to round rather than truncate (parameter `tf32_round`)."""
+    if f.name == "tf32" and tf32_round != "RZ":
+        u32 = decode("f32", x)
+        x = round_to("tf32", u32.sign, u32.exp - 23, u32.sig, tf32_round)
+        x = ite(u32.nan | u32.inf, x.k.const(0, 32, False) | (u32.bits & 0xFFFFE000), x)
+    return decode(f, x)
+
+
+def product(x: Unpacked, y: Unpacked) -> Term:
+    ew = max(x.exp.w, y.exp.w) + 1
+    p = x.sig.w + y.sig.w
+    zero = x.zero | y.zero
+    return Term(
+        sign=x.sign ^ y.sign,
+        e=x.exp.resize(ew) + y.exp.resize(ew),
+        sig=x.sig.resize(p) * y.sig.resize(p),
+        fb=x.fmt.t + y.fmt.t,
+        zero=zero,
+        inf=(x.inf | y.inf) & ~zero,
+        nan=x.nan | y.nan | ((x.inf | y.inf) & zero),
+    )
+
+
+def operand(x: Unpacked) -> Term:
+    return Term(x.sign, x.exp, x.sig, x.fmt.t, x.zero, x.inf, x.nan)
+
+
+def _common_e(terms: Sequence[Term]) -> int:
+    return max(t.e.w for t in terms) + 3
+
+
+def _emax(terms: Sequence[Term], ew: int, zero_exp: str) -> tuple[list[BV], BV]:
+    """Exponents widened to ew, and their max; zero terms per `zero_exp`."""
+    if zero_exp not in ("excluded", "field"):
+        raise ValueError(f"zero_exp must be 'excluded' or 'field', got {zero_exp!r}")
+    K = terms[0].sig.k
+    low = K.const(-(1 << (ew - 3)), ew, True)
+    es = [t.e.resize(ew) for t in terms]
+    keyed = [ite(t.zero, low, e) if zero_exp == "excluded" else e for t, e in zip(terms, es)]
+    m = keyed[0]
+    for e in keyed[1:]:
+        m = bvmax(m, e)
+    return es, m
+
+
+def _align(t: Term, e: BV, emax: BV, F: int, width: int, mode: str) -> BV:
+    """The term aligned at emax in units of 2^(emax - F), rounded RZ (truncated toward zero)
+    or RD (toward -infinity), as a signed vector of `width` bits."""
+    K = t.sig.k
+    ls = max(0, F - t.fb)
+    rs = max(0, t.fb - F)
+    mw = t.sig.w + ls
+    mag = t.sig.resize(mw) << ls if ls else t.sig
+    d = emax - e
+    d = ite(d < 0, K.const(0, d.w, True), d) + rs          # zero terms may sit above emax
+    du = d.bitcast(False)
+    if mode == "RZ":
+        q = (mag >> du).resize(width, True)
+        return ite(t.sign, -q, q)
+    if mode == "RD":
+        sv = mag.resize(mw + 1, True)
+        sv = ite(t.sign, -sv, sv)
+        return (sv >> du).resize(width, True)
+    raise ValueError(f"alignment rounding must be RZ or RD, got {mode!r}")
+
+
+def _sum_width(terms: Sequence[Term], F: int) -> int:
+    ib = max(t.sig.w - t.fb for t in terms)           # integer bits of the fixed-point values
+    return F + max(ib, 0) + max(0, -min(t.fb - F for t in terms)) * 0 + bitlen(len(terms)) + 2
+
+
+def fused_sum(terms: Sequence[Term], F: int, mode: str = "RZ", zero_exp: str = "excluded"):
+    """Algorithm 7 step 2: align every term at e_max, round each to F fraction bits (RZ or
+    RD) and add exactly. Returns (S, e_max) with the sum = S * 2^(e_max - F)."""
+    ew = _common_e(terms)
+    es, emax = _emax(terms, ew, zero_exp)
+    width = _sum_width(terms, F)
+    S = None
+    for t, e in zip(terms, es):
+        a = _align(t, e, emax, F, width, mode)
+        S = a if S is None else S + a
+    return S, emax
+
+
+def _zero_sign(terms: Sequence[Term]) -> Bool:
+    """IEEE sum-of-zeros rule: -0 only when every term is a zero of negative sign."""
+    r = None
+    for t in terms:
+        z = t.zero & t.sign
+        r = z if r is None else (r & z)
+    return r
+
+
+def _special(out: Format, finite: BV, terms: Sequence[Term], nan_code: int) -> BV:
+    """seed 002 sec. 4.2: NaN in, Inf*0 or Inf-Inf -> NaN; else an Inf term -> that Inf."""
+    K = finite.k
+    nan = None
+    pinf = None
+    ninf = None
+    for t in terms:
+        nan = t.nan if nan is None else nan | t.nan
+        pi, ni = t.inf & ~t.sign, t.inf & t.sign
+        pinf = pi if pinf is None else pinf | pi
+        ninf = ni if ninf is None else ninf | ni
+    nan = nan | (pinf & ninf)
+    infc = out.inf_code << out.pad
+    r = ite(pinf, K.const(infc, out.storage, False), finite)
+    r = ite(ninf, K.const(infc | (out.sign_bit << out.pad), out.storage, False), r)
+    return ite(nan, K.const(nan_code, out.storage, False), r)
+
+
+def _convert(S: BV, scale_exp: BV, rho: str, zero_sign: Bool, overflow: str) -> BV:
+    """rho(S * 2^scale_exp) with the sign-of-zero rule for an exact zero."""
+    rf, mode, _ = rho_of(rho)
+    sign = ite(S == 0, zero_sign, S < 0)
+    return round_to(rf, sign, scale_exp, S.abs(), mode, overflow=overflow)
+
+
+def _default_nan(rho: str, nan) -> int:
+    _, _, out = rho_of(rho)
+    if nan is None:
+        return NVIDIA_NAN.get(out.name, fp.default_nan(out))
+    return int(nan)
+
+
+def _decode_all(fa: Format, a: Sequence[BV], tf32_round: str) -> list[Unpacked]:
+    return [_read(fa, x, tf32_round) for x in a]
+
+
+def _check_lengths(a, b, L=None):
+    if len(a) != len(b):
+        raise ValueError(f"a and b must have the same length, got {len(a)} and {len(b)}")
+    if L is not None and len(a) != L:
+        raise ValueError(f"expected vectors of length L={L}, got {len(a)}")
+
+
+# ------------------------------------------------------------------------------------------
+# The FDPA family.
+# ------------------------------------------------------------------------------------------
+
+def t_fdpa(a: Sequence[BV], b: Sequence[BV], c: BV, fa: "str | Format", fb: "str | Format",
+           fc: "str | Format", F: int, rho: str, zero_exp: str = "excluded", nan=None,
+           overflow: str = "ieee", tf32_round: str = "RZ") -> BV:
+    """Truncated fused dot-product-add (Algorithm 7): d = rho(sum RZ_F-aligned terms)."""
+    fa, fb, fc = fmt(fa), fmt(fb), fmt(fc)
+    _check_lengths(a, b)
+    xs, ys = _decode_all(fa, a, tf32_round), _decode_all(fb, b, tf32_round)
+    terms = [product(x, y) for x, y in zip(xs, ys)] + [operand(decode(fc, c))]
+    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow)
+
+
+def _fdpa_tail(terms, F, rho, zero_exp, nan, overflow) -> BV:
+    S, emax = fused_sum(terms, F, "RZ", zero_exp)
+    _, _, out = rho_of(rho)
+    ew = max(emax.w, bitlen(F) + 2) + 1
+    fin = _convert(S, emax.resize(ew) - F, rho, _zero_sign(terms), overflow)
+    return _special(out, fin, terms, _default_nan(rho, nan))
+
+
+def st_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], F: int, rho: str,
+            fs: str = "ue8m0", zero_exp: str = "excluded", nan=None, overflow: str = "ieee") -> BV:
+    """Scaled truncated FDPA (Algorithm 8): per-product scale exponents added to e_k.
+    scale_a[k], scale_b[k] are the scale elements that apply to position k."""
+    fa, fb, fc, fsf = fmt(fa), fmt(fb), fmt(fc), fmt(fs)
+    _check_lengths(a, b)
+    terms = []
+    for x, y, sx, sy in zip(a, b, scale_a, scale_b):
+        t = product(decode(fa, x), decode(fb, y))
+        ua, ub = decode(fsf, sx), decode(fsf, sy)
+        ew = max(t.e.w, ua.exp.w) + 2
+        e = t.e.resize(ew) + ua.exp.resize(ew) + ub.exp.resize(ew)
+        sig = t.sig.resize(t.sig.w + 2 * fsf.p) * (ua.sig.resize(t.sig.w + 2 * fsf.p)
+                                                     * ub.sig.resize(t.sig.w + 2 * fsf.p))
+        t = Term(t.sign, e, sig, t.fb + 2 * fsf.t, t.zero | ua.zero | ub.zero, t.inf,
+                 t.nan | ua.nan | ub.nan)
+        terms.append(t)
+    terms.append(operand(decode(fc, c)))
+    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow)
+
+
+def _exact_group(prods: Sequence[Term]) -> tuple[BV, int, Bool, Bool, Bool, Bool]:
+    """Exact fixed-point sum of products whose exponents have a static range: the sum as a
+    signed integer in units of 2^(emin_static - fb), and its flags."""
+    K = prods[0].sig.k
+    fbp = prods[0].fb
+    lo_e = min(_static_min(t) for t in prods)
+    hi_e = max(_static_max(t) for t in prods)
+    span = hi_e - lo_e
+    width = prods[0].sig.w + span + bitlen(len(prods)) + 2
+    S = None
+    for t in prods:
+        sh = (t.e.resize(t.e.w + 1) - lo_e).bitcast(False)
+        v = t.sig.resize(width, False)
+        v = v << sh
+        v = v.resize(width, True)
+        v = ite(t.sign, -v, v)
+        S = v if S is None else S + v
+    nan = inf_p = inf_n = None
+    allz = None
+    for t in prods:
+        nan = t.nan if nan is None else nan | t.nan
+        ip, ineg = t.inf & ~t.sign, t.inf & t.sign
+        inf_p = ip if inf_p is None else inf_p | ip
+        inf_n = ineg if inf_n is None else inf_n | ineg
+        z = t.zero & t.sign
+        allz = z if allz is None else allz & z
+    return S, lo_e, nan, inf_p, inf_n, allz
+
+
+def _static_min(t: Term) -> int:
+    return getattr(t, "_emin", None) if getattr(t, "_emin", None) is not None else -(1 << (t.e.w - 1))
+
+
+def _static_max(t: Term) -> int:
+    return getattr(t, "_emax", None) if getattr(t, "_emax", None) is not None else (1 << (t.e.w - 1)) - 1
+
+
+def _product_static(x: Unpacked, y: Unpacked) -> Term:
+    t = product(x, y)
+    t._emin = x.fmt.emin + y.fmt.emin          # type: ignore[attr-defined]
+    t._emax = x.fmt.emax + y.fmt.emax          # type: ignore[attr-defined]
+    return t
+
+
+def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], G: int, F: int,
+             rho: str, fs: str = "ue4m3", zero_exp: str = "excluded", nan=None,
+             overflow: str = "ieee") -> BV:
+    """Group-scaled truncated FDPA (Algorithm 9): exact dot products of G consecutive
+    products, each multiplied by its scale pair's significands, then fused and truncated.
+    scale_a[g], scale_b[g] apply to group g."""
+    fa, fb, fc, fsf = fmt(fa), fmt(fb), fmt(fc), fmt(fs)
+    _check_lengths(a, b)
+    if len(a) % G:
+        raise ValueError(f"vector length {len(a)} is not a multiple of G={G}")
+    K = a[0].k
+    terms = []
+    for g in range(len(a) // G):
+        prods = [_product_static(decode(fa, a[k]), decode(fb, b[k])) for k in range(g * G, (g + 1) * G)]
+        P, lo_e, nan_g, ip, ineg, allz = _exact_group(prods)
+        ua, ub = decode(fsf, scale_a[g]), decode(fsf, scale_b[g])
+        w = P.w + 2 * fsf.p + 1
+        sig = P.abs().resize(w) * (ua.sig.resize(w) * ub.sig.resize(w))
+        ew = max(ua.exp.w, bitlen(abs(lo_e)) + 2) + 2
+        e = ua.exp.resize(ew) + ub.exp.resize(ew)
+        # value = P * 2^(lo_e - fbp) * sa * 2^(ea - t) * sb * 2^(eb - t)
+        fbt = prods[0].fb + 2 * fsf.t - lo_e
+        terms.append(Term(P < 0, e, sig, fbt, (P == 0) | ua.zero | ub.zero,
+                          ip | ineg, nan_g | (ip & ineg) | ua.nan | ub.nan))
+        terms[-1]._allz = allz                  # type: ignore[attr-defined]
+    terms.append(operand(decode(fc, c)))
+    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow)
+
+
+def e_fdpa(a, b, c, fa, fb, fc="f32", out="f32", mode: str = "RNE", nan="default") -> BV:
+    """Exact FDPA (Algorithm 6): one rounding of c + sum a_k b_k computed exactly."""
+    fa, fb, fc, fo = fmt(fa), fmt(fb), fmt(fc), fmt(out)
+    _check_lengths(a, b)
+    prods = [_product_static(decode(fa, x), decode(fb, y)) for x, y in zip(a, b)]
+    P, lo_e, nan_p, ip, ineg, allz = _exact_group(prods)
+    z = decode(fc, c)
+    K = c.k
+    fbp = prods[0].fb
+    ew = max(z.exp.w, bitlen(abs(lo_e) + fbp + fc.t) + 2) + 2
+    s = fp.add_exact(P < 0, K.const(lo_e - fbp, ew, True), P.abs(), z.sign,
+                     z.exp.resize(ew) - fc.t, z.sig, p_min=fo.p + 2)
+    zs = allz & (z.zero & z.sign)
+    zero_sign = fp._zero_sign(zs, zs, fp._flags(mode))
+    sign = ite(s.zero, ite(allz & z.zero, zs, ite(P == 0, ite(z.zero, allz, z.sign), K.bconst(mode == "RD"))), s.sign)
+    fin = round_to(fo, sign, s.exp, s.sig, mode, s.sticky)
+    terms_nan = nan_p | z.nan | (ip & ineg)
+    pinf = ip | (z.inf & ~z.sign)
+    ninf = ineg | (z.inf & z.sign)
+    nan_code = fp.default_nan(fo) if nan == "default" else int(nan)
+    r = ite(pinf, K.const(fo.inf_code << fo.pad, fo.storage, False), fin)
+    r = ite(ninf, K.const((fo.inf_code | fo.sign_bit) << fo.pad, fo.storage, False), r)
+    return ite(terms_nan | (pinf & ninf), K.const(nan_code, fo.storage, False), r)
+
+
+def _tr_products(a, b, fa, fb) -> list[Term]:
+    """TR/GTR-FDPA products, with overflow to Inf when |s_k 2^e_k| >= 2^128 (sec. 4.2)."""
+    out = []
+    for x, y in zip(a, b):
+        t = product(decode(fa, x), decode(fb, y))
+        lead = t.e.resize(t.e.w + 2) + (t.sig.w - 1 - t.fb) - clz(t.sig).resize(t.e.w + 2, True)
+        over = ~t.zero & ~t.nan & (lead >= 128)
+        out.append(Term(t.sign, t.e, t.sig, t.fb, t.zero, t.inf | over, t.nan))
+    return out
+
+
+def _rd_shift(x: BV, left: int, right: BV, width: int) -> BV:
+    """floor(x * 2^left / 2^right) for a signed x, as `width` bits."""
+    v = x.resize(width, True)
+    v = v << left if left else v
+    r = ite(right < 0, right.k.const(0, right.w, True), right).bitcast(False)
+    return v >> r
+
+
+def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], zero_exp: str,
+             nan, special_trunc: bool) -> BV:
+    K = T.k
+    ew = max(emax.w, c.exp.w) + 3
+    ct = operand(c)
+    low = K.const(-(1 << (ew - 4)), ew, True)
+    ec = c.exp.resize(ew)
+    eck = ite(c.zero, low, ec) if zero_exp == "excluded" else ec
+    em = emax.resize(ew)
+    E = bvmax(em, eck)
+    W = max(T.w + (F2 - F), F + 4) + 4
+    Tp = _rd_shift(T, F2 - F, E - em, W)                          # RD_F2, units 2^(E - F2)
+    sc = ite(c.sign, -c.sig.resize(c.sig.w + 1, True), c.sig.resize(c.sig.w + 1, True))
+    ls = F - c.fmt.t
+    if ls >= 0:
+        sc_al = _rd_shift(sc, ls, E - ec, W)                      # RD_F, units 2^(E - F)
+    else:
+        sc_al = _rd_shift(sc, 0, E - ec - ls, W)
+    if special_trunc:
+        sc_al = ite(ec < E - F - 1, K.const(0, W, True), sc_al)
+    S = Tp + (sc_al << (F2 - F))
+    fin = _convert(S, E - F2, "RNE-FP32", _zero_sign(terms + [ct]), "ieee")
+    return _special(fmt("f32"), fin, terms + [ct], fp.default_nan("f32") if nan is None else int(nan))
+
+
+def tr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=None,
+            fc: str = "f32") -> BV:
+    """Truncated rounded FDPA (Algorithm 10, AMD CDNA3 tf32/bf16/f16)."""
+    fa, fb = fmt(fa), fmt(fb)
+    _check_lengths(a, b)
+    prods = _tr_products(a, b, fa, fb)
+    T, emax = fused_sum(prods, F, "RZ", zero_exp)
+    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False)
+
+
+def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=None,
+             fc: str = "f32") -> BV:
+    """Group-truncated rounded FDPA (Algorithm 11, AMD CDNA3 fp8)."""
+    fa, fb = fmt(fa), fmt(fb)
+    _check_lengths(a, b)
+    if len(a) % 2:
+        raise ValueError("GTR-FDPA needs an even vector length")
+    prods = _tr_products(a, b, fa, fb)
+    Te, ee = fused_sum(prods[0::2], F, "RZ", zero_exp)
+    To, eo = fused_sum(prods[1::2], F, "RZ", zero_exp)
+    K = Te.k
+    ew = max(ee.w, eo.w) + 1
+    ee, eo = ee.resize(ew), eo.resize(ew)
+    emax = bvmax(ee, eo)
+    W = max(Te.w, To.w) + 2
+    T = _rd_shift(Te, 0, emax - ee, W) + _rd_shift(To, 0, emax - eo, W)
+    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=True)
+
+
+# ------------------------------------------------------------------------------------------
+# Binary operations and chains.
+# ------------------------------------------------------------------------------------------
+
+def _flush_in(u: Unpacked) -> Unpacked:
+    """FlushSubnormal: a subnormal input becomes +0 (seed 002 Algorithm 2, lines 1-3)."""
+    K = u.sig.k
+    sub = ~u.zero & (u.sig < (1 << u.fmt.t)) & u.finite
+    return Unpacked(u.fmt, ite(sub, K.bconst(False), u.sign), u.exp,
+                    ite(sub, K.const(0, u.sig.w, False), u.sig), u.zero | sub, u.inf, u.nan, u.bits)
+
+
+def _ftz_out(z: BV, out: Format) -> BV:
+    """Output flushing: a result with |z| < 2^emin becomes a zero of the same sign."""
+    u = decode(out, z)
+    sub = ~u.zero & (u.sig < (1 << out.t)) & u.finite
+    return ite(sub, z & (out.sign_bit << out.pad), z)
+
+
+def ftz_mul(x: Unpacked, y: Unpacked, out: str = "f32", nan="default") -> BV:
+    """FTZ-Mul (Algorithm 1): RNE-FP32(x*y), then flush a subnormal result to a signed zero."""
+    fo = fmt(out)
+    t = product(x, y)
+    ew = max(t.e.w, 4) + 2
+    fin = round_to(fo, t.sign, t.e.resize(ew) - t.fb, t.sig, "RNE")
+    fin = _ftz_out(fin, fo)
+    return _ieee_special(fo, fin, [operand(x), operand(y)], t.nan, t.inf, t.sign, nan)
+
+
+def ftz_add(x: Unpacked, y: Unpacked, out: str = "f32", nan="default") -> BV:
+    """FTZ-Add (Algorithm 1): RNE-FP32(x+y), then flush a subnormal result to a signed zero."""
+    fo = fmt(out)
+    ew = max(x.exp.w, y.exp.w) + 2
+    s = fp.add_exact(x.sign, x.exp.resize(ew) - x.fmt.t, x.sig, y.sign, y.exp.resize(ew) - y.fmt.t,
+                     y.sig, p_min=fo.p)
+    sign = ite(s.zero, ite(x.sign ^ y.sign, x.sign.k.bconst(False), x.sign), s.sign)
+    fin = _ftz_out(round_to(fo, sign, s.exp, s.sig, "RNE", s.sticky), fo)
+    nanc = x.nan | y.nan | (x.inf & y.inf & (x.sign ^ y.sign))
+    return _ieee_special(fo, fin, [operand(x), operand(y)], nanc, x.inf | y.inf,
+                         ite(x.inf, x.sign, y.sign), nan)
+
+
+def _ieee_special(fo: Format, fin: BV, terms, nanc: Bool, inf: Bool, inf_sign: Bool, nan) -> BV:
+    K = fin.k
+    code = fp.default_nan(fo) if nan == "default" else int(nan)
+    infb = ite(inf_sign, K.const((fo.inf_code | fo.sign_bit) << fo.pad, fo.storage, False),
+               K.const(fo.inf_code << fo.pad, fo.storage, False))
+    return ite(nanc, K.const(code, fo.storage, False), ite(inf, infb, fin))
+
+
+def ftz_addmul(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, P: int, fc: str = "f32",
+               nan="default") -> BV:
+    """Phi_FTZ-AddMul (Algorithm 2): pairwise FTZ-Add of P products, then accumulation."""
+    fa, fb, fc = fmt(fa), fmt(fb), fmt(fc)
+    _check_lengths(a, b)
+    if P not in (2, 4) or len(a) % P:
+        raise ValueError(f"P must be 2 or 4 and divide K, got P={P}, K={len(a)}")
+    f32 = fmt(fc)
+    d = decode(f32, c)
+    d = decode(f32, _recode(_flush_in(d)))
+    for k in range(0, len(a), P):
+        ps = [decode(f32, ftz_mul(_flush_in(decode(fa, a[k + l])), _flush_in(decode(fb, b[k + l])), fc.name, nan))
+              for l in range(P)]
+        s = ftz_add(ps[0], ps[1], fc.name, nan)
+        if P == 4:
+            s2 = ftz_add(ps[2], ps[3], fc.name, nan)
+            s = ftz_add(decode(f32, s), decode(f32, s2), fc.name, nan)
+        d = decode(f32, ftz_add(d, decode(f32, s), fc.name, nan))
+    return _recode(d)
+
+
+def _recode(u: Unpacked) -> BV:
+    """Re-encode an Unpacked (exactly representable) as a storage element."""
+    f = u.fmt
+    fin = round_to(f, u.sign, u.exp - f.t, u.sig, "RNE")
+    K = u.sig.k
+    infb = ite(u.sign, K.const((f.inf_code | f.sign_bit) << f.pad, f.storage, False),
+               K.const(f.inf_code << f.pad, f.storage, False)) if f.inf else fin
+    return ite(u.nan, f_nan_bits(u), ite(u.inf, infb, fin))
+
+
+def f_nan_bits(u: Unpacked) -> BV:
+    return u.bits.resize(u.fmt.storage) << u.fmt.pad if u.fmt.pad else u.bits.resize(u.fmt.storage)
+
+
+def fma_chain(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, mode: str = "RNE", nan="default") -> BV:
+    """Phi_FMA (Algorithm 4): d = fma(a_k, b_k, d) for k = 0 .. K-1."""
+    _check_lengths(a, b)
+    d = c
+    for x, y in zip(a, b):
+        d = fp.fma(f, x, y, d, mode, nan)
+    return d
+
+
+def fdpa_chain(op, a: Sequence[BV], b: Sequence[BV], c: BV, L: int, **params) -> BV:
+    """Phi_FDPA (Algorithm 5): K split into blocks of L = min(K, L_max), chained through the
+    accumulator in order k = 0, L, 2L, ..."""
+    _check_lengths(a, b)
+    K_ = len(a)
+    L = min(K_, L)
+    if K_ % L:
+        raise ValueError(f"K={K_} is not a multiple of L={L}")
+    d = c
+    for k in range(0, K_, L):
+        d = op(a[k:k + L], b[k:k + L], d, **params)
+    return d

@@ -1,0 +1,49 @@
+"""Layout self-check of every covered instruction on a real Hopper GPU (pytest -m gpu).
+
+Skipped where there is no CuPy, no GPU, or the GPU is not sm_90. Results of the recorded device
+run are in mmaformal/hw/SASS.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mmaformal.hw import check, kernels, runner
+
+pytestmark = pytest.mark.gpu
+
+_OK, _WHY = runner.available()
+needs_gpu = pytest.mark.skipif(not _OK, reason=f"no sm_90 GPU: {_WHY}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", kernels.instructions((8, 256)))
+def test_layout_selfcheck(name):
+    ok, msg = runner.layout_selfcheck(name)
+    assert ok, msg
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["sm90/mma.m16n8k16.f32.f16.f16.f32",
+                                  "sm90/mma.m16n8k32.f32.e4m3.e4m3.f32",
+                                  "sm90/mma.m16n8k16.f64.f64.f64.f64",
+                                  "sm90/wgmma.m64n8k16.f32.f16.f16",
+                                  "sm90/wgmma.m64n8k32.f16.e5m2.e4m3"])
+def test_one_hot_probe(name):
+    p = check.layout_probe(name)
+    assert p["consistent"], p["message"]
+
+
+@needs_gpu
+def test_raw_bits_batch_shapes():
+    name = "sm90/wgmma.m64n24k16.f32.bf16.bf16"
+    rng = np.random.default_rng(0)
+    A = rng.integers(-4, 5, size=(2, 3, 64, 16))
+    B = rng.integers(-4, 5, size=(2, 3, 16, 24))
+    C = rng.integers(-8, 9, size=(2, 3, 64, 24))
+    d = runner.run(name, check.encode_ints(A, "bf16"), check.encode_ints(B, "bf16"),
+                   check.encode_ints(C, "f32"), chunk_bytes=1 << 16)
+    got, ok = check.decode_ints(d, "f32")
+    assert d.dtype == np.uint32 and d.shape == (2, 3, 64, 24)
+    assert ok.all() and (got == A @ B + C).all()
