@@ -193,19 +193,22 @@ def bvmin(x: BV, y: BV) -> BV:
 
 
 def clz(x: BV) -> BV:
-    """Count of leading zeros of an unsigned vector, as an unsigned vector; clz(0) = w."""
+    """Count of leading zeros of an unsigned vector, as an unsigned vector; clz(0) = w.
+
+    Binary search: for s = 2^j, ..., 2, 1 (2^j <= w), if the top s bits of what is left are
+    zero, count them and shift them out."""
     if x.s:
         raise ValueError("clz takes an unsigned vector")
     w = x.w
-    W = 1 << (w - 1).bit_length()
-    rw = bitlen(W)
-    y = x.resize(W) << (W - w) if W != w else x
+    rw = bitlen(w)
+    y = x
     n = x.k.const(0, rw, False)
-    s = W // 2
+    s = 1 << (w.bit_length() - 1)
     while s >= 1:
-        top_zero = y.extract(W - 1, W - s) == 0
-        n = ite(top_zero, n + s, n)
-        y = ite(top_zero, y.shl_wrap(s), y)
+        if s < w:
+            top_zero = y.extract(w - 1, w - s) == 0
+            n = ite(top_zero, n + s, n)
+            y = ite(top_zero, y.shl_wrap(s), y)
         s //= 2
     return ite(x == 0, x.k.const(w, rw, False), n)
 
@@ -330,10 +333,12 @@ class _Concrete(Backend):
         if s == x.s:
             return x
         v = self._wide(x.v)
-        if s:
-            v = v - (((v >> (x.w - 1)) & 1) << x.w)
+        m = 1 << x.w
+        if isinstance(v, int):
+            v = (v - m if v >> (x.w - 1) else v) if s else (v + m if v < 0 else v)
         else:
-            v = v + (v < 0) * (1 << x.w)
+            v = np.where(v >= (m >> 1), v - m, v) if s else np.where(v < 0, v + m, v)
+            v = v.astype(object)
         return self._mk(x.w, s, self._narrow(v, x.w, s))
 
     def extract(self, x, hi, lo):
@@ -577,7 +582,10 @@ class NumpyBackend(_Concrete):
 
     def ite(self, c, x, y):
         if _np_dtype(x.w) is object:
-            return BV(self, x.w, x.s, np.where(c.v, self._wide(x.v), self._wide(y.v)).astype(object))
+            # 0-d object arrays keep big Python ints as Python ints (never uint64 scalars)
+            xv = np.asarray(self._wide(x.v), dtype=object)
+            yv = np.asarray(self._wide(y.v), dtype=object)
+            return BV(self, x.w, x.s, np.where(c.v, xv, yv))
         return BV(self, x.w, x.s, np.where(c.v, x.v, y.v))
 
     def bite(self, c, x, y):

@@ -110,8 +110,10 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
     _f("e2m1", 2, 1, 1, 8),
     _f("ue8m0", 8, 0, 127, 8, signed=False, nan="ones", subnormals=False),
     _f("ue4m3", 4, 3, 7, 8, signed=False, nan="ones"),
-    # Internal formats named by seed 002 Table 2 (RZ-E8M13): f32 range, 13 fraction bits.
-    _f("e8m13", 8, 13, 127, 32, inf=True, nan="ieee"),
+    # Internal formats named by seed 002 Table 2 (RZ-E8M13): f32 range, 13 fraction bits,
+    # stored as f32 bits with the low 10 bits zero (docs/semantics.md, rho table), hence pad=10.
+    # (Bug fixed: without the padding the 22-bit code landed in the low bits of the f32 word.)
+    _f("e8m13", 8, 13, 127, 32, inf=True, nan="ieee", pad=10),
 ]}
 
 

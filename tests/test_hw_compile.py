@@ -113,3 +113,31 @@ def test_runner_import_is_light():
             "assert 'cupy' not in sys.modules; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+def test_mma_mnemonics_parser():
+    from mmaformal.hw.sass import mma_mnemonics
+
+    text = "\n".join([
+        "        /*0300*/                   F2FP.F16.E4M3.UNPACK_B R12, R18 ;   /* 0x000 */",
+        "        /*03a0*/                   HMMA.16816.F32 R8, R8, R12, RZ ;     /* 0x000 */",
+        "        /*0f20*/                   QGMMA.64x8x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24, gsb0 ;",
+        "        /*0310*/               @P0 DMMA.8x8x4 R4, R12, R14, R4 ;",
+        "        /*0440*/                   FADD R7, R7, R8 ;",
+    ])
+    assert mma_mnemonics(text) == ["HMMA.16816.F32", "QGMMA.64x8x32.F32.E4M3.E4M3", "DMMA.8x8x4"]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_sass_of_one_kernel(tmp_path, monkeypatch):
+    from mmaformal.hw import sass
+
+    monkeypatch.setenv("MMAFORMAL_HW_CACHE", str(tmp_path))
+    if runner.nvcc_path() is None:
+        monkeypatch.setenv("MMAFORMAL_NVCC", NVCC)
+    if sass.cuobjdump_path() is None:
+        with pytest.raises(runner.HardwareUnavailable, match="cuobjdump"):
+            sass.sass("sm90/mma.m16n8k16.f64.f64.f64.f64")
+        pytest.skip("cuobjdump not found")
+    _, mn = sass.sass("sm90/mma.m16n8k16.f64.f64.f64.f64")
+    assert mn == ["DMMA.16x8x16"]  # as seen on the H100 run (SASS.md)

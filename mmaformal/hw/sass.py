@@ -58,3 +58,28 @@ def sass(name: str) -> tuple[str, list[str]]:
     if r.returncode != 0:
         raise RuntimeError(f"cuobjdump failed: {r.stderr.strip()}")
     return r.stdout, mma_mnemonics(r.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m mmaformal.hw.sass [--full] [NAME ...]``: MMA mnemonics (or full SASS)."""
+    import argparse  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from .kernels import instructions  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(prog="python3 -m mmaformal.hw.sass")
+    ap.add_argument("names", nargs="*", help="instructions (default: all covered, N = 8, 256)")
+    ap.add_argument("--full", action="store_true", help="print the whole cuobjdump -sass text")
+    args = ap.parse_args(argv)
+    try:
+        for name in args.names or instructions((8, 256)):
+            text, mn = sass(name)
+            print(f"===== {name}\n{text}" if args.full else f"{name}\t{' '.join(mn)}")
+    except (HardwareUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,478 @@
+"""Layer 1 (fast path), compile: trace a definition once, emit one C kernel, run it on lanes.
+
+`TraceBackend` implements the same primitive operations as the back-ends of mmaformal.bits,
+but records each call as one C statement instead of computing it. Tracing `fn(K, *inputs)`
+(any definition written over BV/Bool, e.g. a theory's dot product) gives a straight-line C
+function that is applied to every lane of numpy input arrays. The arithmetic is therefore
+still defined once, in fp/mma; this module only changes where it runs.
+
+May import: mmaformal.bits, numpy, ctypes, the system C compiler (cc/gcc) at run time.
+
+Invariants:
+- Value semantics as on the concrete back-ends: a value of width w <= 62 is held in int64_t,
+  w <= 126 in __int128; wider values are refused (`Unsupported`; callers fall back to numpy).
+- Every plain operation checks for overflow exactly as the numpy back-end does; a lane that
+  overflows makes `run` raise OverflowError (with the op's position in the trace).
+- Kernels are cached by the hash of their source, in $MMAFORMAL_CACHE or ~/.cache/mmaformal.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .bits import BV, Backend, Bool, _range
+
+__all__ = ["TraceBackend", "Kernel", "compile_kernel", "Unsupported", "available"]
+
+
+class Unsupported(Exception):
+    """The definition needs something the C path does not provide (a width over 126 bits)."""
+
+
+_CTYPES = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
+_NPTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _ctype(w: int) -> str:
+    if w <= 62:
+        return "W64"
+    if w <= 126:
+        return "W128"
+    raise Unsupported(f"a {w}-bit value does not fit the C path")
+
+
+def _lit(v: int, w: int) -> str:
+    if w <= 62:
+        return f"INT64_C({v})"
+    if -(1 << 63) < v < (1 << 63):
+        return f"((W128)INT64_C({v}))"
+    hi, lo = v >> 64, v & ((1 << 64) - 1)
+    return f"(((W128)INT64_C({hi})) * (((W128)1) << 64) + (W128)UINT64_C({lo}))"
+
+
+def _u(w: int, e: str) -> str:
+    return f"U64({e})" if w <= 62 else f"((U128)({e}))"
+
+
+def _s(w: int, e: str) -> str:
+    return f"S64({e})" if w <= 62 else f"((W128)({e}))"
+
+
+class TraceBackend(Backend):
+    """Records every primitive as one C statement over per-lane locals.
+
+    The statements use a few macros (SEL, CMP, U64, S64, BC) so that one trace emits either a
+    scalar kernel (int64_t / __int128 per lane) or, when every value fits 62 bits, a kernel
+    over GCC vectors of NL lanes. Booleans are -1/0 masks in both."""
+
+    name = "trace"
+
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+        self.n = 0
+        self.inputs: list[tuple[int, int, bool]] = []   # (storage bits, width, signed)
+        self.checks = 0
+        self.ivs: dict[str, tuple[int, int]] = {}
+        self.scalar_only = False                      # set by __int128 values or builtins
+
+    # -- helpers -------------------------------------------------------------------------
+    # Each traced value carries a static interval [lo, hi] of the values it can take; a
+    # range check is emitted only where the interval does not prove it cannot fail.
+    def _iv(self, x: BV) -> tuple[int, int]:
+        return self.ivs.get(x.v) or _range(x.w, x.s)
+
+    def _new(self, w: int, s: bool, expr: str, iv: tuple[int, int] | None = None) -> BV:
+        name = f"v{self.n}"
+        self.n += 1
+        ct = _ctype(w)
+        if ct == "W128":
+            self.scalar_only = True
+            self.lines.append(f"W128 {name} = {expr};")
+        else:
+            self.lines.append(f"W64 {name} = BC({expr});")
+        lo, hi = _range(w, s)
+        if iv is not None:
+            self.ivs[name] = (max(lo, iv[0]), min(hi, iv[1]))
+        return BV(self, w, s, name)
+
+    def _newb(self, expr: str) -> Bool:
+        name = f"b{self.n}"
+        self.n += 1
+        self.lines.append(f"W64 {name} = BC({expr});")
+        return Bool(self, name)
+
+    def _check(self, name: str, w: int, s: bool, iv: tuple[int, int], lo: int | None = None,
+               hi: int | None = None) -> None:
+        rlo, rhi = _range(w, s)
+        lo = rlo if lo is None else lo
+        hi = rhi if hi is None else hi
+        if lo <= iv[0] and iv[1] <= hi:
+            return                                  # statically safe
+        self.checks += 1
+        lw = 62 if w <= 62 else 126
+        self.lines.append(f"bad |= CMP({name} < {_lit(lo, lw)}) | CMP({name} > {_lit(hi, lw)});")
+
+    # -- constructors ----------------------------------------------------------------------
+    def const(self, value, w, s):
+        lo, hi = _range(w, s)
+        if not lo <= value <= hi:
+            raise OverflowError(f"constant {value} does not fit {'s' if s else 'u'}{w}")
+        e = _lit(value, w) if w <= 62 else _lit(value, 126)
+        _ctype(w)
+        e = f"({e})"
+        self.ivs[e] = (value, value)
+        return BV(self, w, s, e)
+
+    def bconst(self, b):
+        return Bool(self, "(-1)" if b else "(0)")
+
+    def input(self, storage: int, w: int | None = None, s: bool = False) -> BV:
+        """A lane input: element i of the i-th input array (unsigned `storage`-bit ints)."""
+        w = storage if w is None else w
+        idx = len(self.inputs)
+        self.inputs.append((storage, w, s))
+        name = f"v{self.n}"
+        self.n += 1
+        if _ctype(w) == "W128":
+            self.scalar_only = True
+        self.lines.append(f"LOAD({_ctype(w)}, {name}, in{idx}, {idx});")
+        lo, hi = _range(w, s)
+        self.ivs[name] = (max(lo, 0), min(hi, (1 << storage) - 1))
+        return BV(self, w, s, name)
+
+    # -- arithmetic ------------------------------------------------------------------------
+    def _arith(self, op: str, x: BV, y: BV) -> BV:
+        ct = _ctype(x.w)
+        (a, b), (c, d) = self._iv(x), self._iv(y)
+        if op == "+":
+            iv = (a + c, b + d)
+        elif op == "-":
+            iv = (a - d, b - c)
+        else:
+            ps = (a * c, a * d, b * c, b * d)
+            iv = (min(ps), max(ps))
+        store = 63 if ct == "W64" else 127
+        lo, hi = _range(x.w, x.s)
+        if -(1 << store) <= iv[0] and iv[1] < (1 << store):
+            r = self._new(x.w, x.s, f"({x.v} {op} {y.v})")
+        else:
+            fn = {"+": "add", "-": "sub", "*": "mul"}[op]
+            self.scalar_only = True
+            name = f"v{self.n}"
+            self.n += 1
+            self.lines.append(f"{ct} {name}; bad |= -(int64_t)__builtin_{fn}_overflow({x.v}, {y.v}, &{name});")
+            r = BV(self, x.w, x.s, name)
+        self._check(r.v, x.w, x.s, iv)
+        self.ivs[r.v] = (max(lo, iv[0]), min(hi, iv[1]))
+        return r
+
+    def add(self, x, y): return self._arith("+", x, y)
+    def sub(self, x, y): return self._arith("-", x, y)
+    def mul(self, x, y): return self._arith("*", x, y)
+
+    def _wrap_expr(self, expr_u: str, w: int, s: bool) -> str:
+        """Wrap an unsigned expression to w bits, read as signed or unsigned."""
+        one = "((uint64_t)1)" if w <= 62 else "((U128)1)"
+        m = f"(({one} << {w}) - 1)"
+        if s:
+            sb = f"({one} << {w - 1})"
+            return f"({_s(w, f'(({expr_u}) & {m}) ^ {sb}')} - {_s(w, sb)})"
+        return _s(w, f"({expr_u}) & {m}")
+
+    def add_wrap(self, x, y):
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} + {_u(x.w, y.v)}", x.w, x.s))
+
+    def sub_wrap(self, x, y):
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} - {_u(x.w, y.v)}", x.w, x.s))
+
+    def shl_wrap(self, x, n):
+        if n >= x.w:
+            return self.const(0, x.w, x.s)
+        lo, hi = self._iv(x)
+        rlo, rhi = _range(x.w, x.s)
+        if rlo <= lo << n and hi << n <= rhi:        # cannot wrap: a plain shift
+            return self._new(x.w, x.s, f"({x.v} << {n})", (lo << n, hi << n))
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} << {n}", x.w, x.s))
+
+    def _amount(self, a: BV, limit: int) -> tuple[str, int]:
+        lo, hi = self._iv(a)
+        if lo < 0:
+            self.checks += 1
+            self.lines.append(f"bad |= CMP({a.v} < 0);")
+        if hi <= limit:
+            return a.v, max(hi, 0)
+        name = f"a{self.n}"
+        self.n += 1
+        self.lines.append(f"{_ctype(a.w)} {name} = SEL(CMP({a.v} > {limit}), BC({limit}), {a.v});")
+        return name, limit
+
+    def shl_var_wrap(self, x, a):
+        am, _ = self._amount(a, x.w)
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} << {am}", x.w, x.s))
+
+    def shl(self, x, n):
+        lo, hi = _range(x.w, x.s)
+        xl, xh = self._iv(x)
+        if isinstance(n, BV):
+            am, amax = self._amount(n, x.w + 1)
+            if not (lo <= xl << amax and xh << amax <= hi):
+                self.checks += 1
+                lw = 62 if x.w <= 62 else 126
+                self.lines.append(f"bad |= CMP({x.v} < (BC({_lit(lo, lw)}) >> {am})) | CMP({x.v} > (BC({_lit(hi, lw)}) >> {am}));")
+            return self._new(x.w, x.s, f"({x.v} << {am})", (min(xl, xl << amax), max(xh, xh << amax)))
+        if n < 0:
+            raise ValueError("negative shift")
+        if n == 0:
+            return x
+        self._check(x.v, x.w, x.s, (xl, xh), lo >> n, hi >> n)
+        if n >= x.w:
+            return self.const(0, x.w, x.s)
+        return self._new(x.w, x.s, f"({x.v} << {n})", (xl << n, xh << n))
+
+    def shr(self, x, n):
+        xl, xh = self._iv(x)
+        if isinstance(n, BV):
+            am, _ = self._amount(n, x.w)
+            return self._new(x.w, x.s, f"({x.v} >> {am})", (min(xl, 0), max(xh, 0)))
+        if n < 0:
+            raise ValueError("negative shift")
+        k = min(n, 63 if x.w <= 62 else 127)
+        return self._new(x.w, x.s, f"({x.v} >> {k})", (xl >> k, xh >> k))
+
+    def bitop(self, op, x, y):
+        if x.s:
+            raise ValueError("bitwise operations take unsigned vectors (bitcast first)")
+        c = {"and": "&", "or": "|", "xor": "^"}[op]
+        return self._new(x.w, False, f"({x.v} {c} {y.v})")
+
+    def cmp(self, op, x, y):
+        c = {"eq": "==", "ne": "!=", "lt": "<", "le": "<="}[op]
+        return self._newb(f"CMP({x.v} {c} {y.v})")
+
+    def ite(self, c, x, y):
+        (a, b), (c2, d) = self._iv(x), self._iv(y)
+        return self._new(x.w, x.s, f"SEL({c.v}, {x.v}, {y.v})", (min(a, c2), max(b, d)))
+
+    def bite(self, c, x, y):
+        return self._newb(f"SEL({c.v}, {x.v}, {y.v})")
+
+    def band_(self, a, b): return self._newb(f"({a.v} & {b.v})")
+    def bor_(self, a, b): return self._newb(f"({a.v} | {b.v})")
+    def bxor_(self, a, b): return self._newb(f"({a.v} ^ {b.v})")
+    def bnot_(self, a): return self._newb(f"(~{a.v})")
+
+    def resize(self, x, w, s):
+        iv = self._iv(x)
+        lo, hi = _range(w, s)
+        if not (lo <= iv[0] and iv[1] <= hi):
+            self.checks += 1
+            ww = max(w, x.w)
+            lw = 62 if ww <= 62 else 126
+            self.lines.append(f"bad |= CMP({x.v} < {_lit(lo, lw)}) | CMP({x.v} > {_lit(hi, lw)});")
+        if (w <= 62) == (x.w <= 62):
+            return self._new(w, s, x.v, iv)
+        return self._new(w, s, f"(({_ctype(w)})({x.v}))", iv)
+
+    def bitcast(self, x, s):
+        if s == x.s:
+            return x
+        iv = self._iv(x)
+        lo, hi = _range(x.w, s)
+        if lo <= iv[0] and iv[1] <= hi:             # the same value either way
+            return self._new(x.w, s, x.v, iv)
+        return self._new(x.w, s, self._wrap_expr(_u(x.w, x.v), x.w, s))
+
+    def extract(self, x, hi, lo):
+        w = hi - lo + 1
+        ww = max(w, x.w)
+        one = "((uint64_t)1)" if ww <= 62 else "((U128)1)"
+        e = f"({_u(ww, x.v)} >> {lo}) & (({one} << {w}) - 1)"
+        e = _s(ww, e)
+        if (w <= 62) != (ww <= 62):
+            e = f"(({_ctype(w)})({e}))"
+        return self._new(w, False, e, (0, (1 << w) - 1))
+
+    def concat(self, x, y):
+        if x.s or y.s:
+            raise ValueError("concat takes unsigned vectors")
+        w = x.w + y.w
+        return self._new(w, False, f"(({x.v} << {y.w}) | {y.v})")
+
+    def abs_(self, x):
+        a, b = self._iv(x)
+        m = max(abs(a), abs(b))
+        return self._new(x.w, False, f"SEL(CMP({x.v} < 0), -{x.v}, {x.v})",
+                         (0 if a <= 0 <= b else min(abs(a), abs(b)), m))
+
+    # -- emission ------------------------------------------------------------------------------
+    def source(self, outputs: Sequence[BV], out_storage: Sequence[int], lanes: int = 0) -> str:
+        """C source of the kernel. lanes=0: scalar; lanes=NL: GCC vectors of NL lanes."""
+        if lanes and self.scalar_only:
+            raise Unsupported("this trace needs scalar __int128 code")
+        ins = ", ".join(f"const {_CTYPES[s]}* restrict in{i}" for i, (s, _, _) in enumerate(self.inputs))
+        outs = ", ".join(f"{_CTYPES[s]}* restrict out{j}" for j, s in enumerate(out_storage))
+        body = "\n        ".join(self.lines)
+        stores = "\n        ".join(f"STORE(out{j}, {_CTYPES[s]}, {o.v});" for j, (o, s) in enumerate(zip(outputs, out_storage)))
+        if lanes:
+            head = f"""#define NL {lanes}
+typedef int64_t W64 __attribute__((vector_size(8 * NL)));
+typedef uint64_t UW64 __attribute__((vector_size(8 * NL)));
+#define SEL(c, x, y) (((c) & (x)) | (~(c) & (y)))
+#define CMP(e) (e)
+#define U64(e) ((UW64)(e))
+#define S64(e) ((W64)(e))
+#define BC(e) ((e) + ZV)
+#define LOAD(T, v, p, k) W64 v; for (int j = 0; j < NL; j++) v[j] = (int64_t)p[(i + j < n ? i + j : n - 1) * st[k]];
+#define STORE(p, T, v) for (int j = 0; j < NL && i + j < n; j++) p[i + j] = (T)(v)[j];
+#define ANY(b) any_lanes(b)
+static inline int64_t any_lanes(W64 b) {{ int64_t r = 0; for (int j = 0; j < NL; j++) r |= b[j]; return r; }}
+"""
+            step = "NL"
+            zv = "        const W64 ZV = {0};\n"
+        else:
+            head = """typedef int64_t W64;
+#define SEL(c, x, y) ((c) ? (x) : (y))
+#define CMP(e) (-(int64_t)(e))
+#define U64(e) ((uint64_t)(e))
+#define S64(e) ((int64_t)(e))
+#define BC(e) (e)
+#define LOAD(T, v, p, k) T v = (T)p[i * st[k]];
+#define STORE(p, T, v) p[i] = (T)(v);
+#define ANY(b) (b)
+"""
+            step = "1"
+            zv = ""
+        return f"""#include <stdint.h>
+typedef __int128 W128;
+typedef unsigned __int128 U128;
+{head}
+int64_t kernel(int64_t n, const int64_t* restrict st, {ins}, {outs}) {{
+    int64_t any_bad = 0;
+    for (int64_t i = 0; i < n; i += {step}) {{
+{zv}        W64 bad = BC(0);
+        {body}
+        {stores}
+        any_bad |= ANY(bad);
+    }}
+    return any_bad ? 0 : -1;
+}}
+"""
+
+
+def available() -> tuple[bool, str]:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return False, "no C compiler (cc/gcc) on PATH"
+    return True, cc
+
+
+def _cache_dir() -> Path:
+    d = Path(os.environ.get("MMAFORMAL_CACHE") or Path.home() / ".cache" / "mmaformal")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, Any] = {}
+
+
+def _build(src: str) -> Any:
+    h = hashlib.sha256(src.encode()).hexdigest()[:24]
+    with _LOCK:
+        if h in _LOADED:
+            return _LOADED[h]
+        ok, cc = available()
+        if not ok:
+            raise Unsupported(cc)
+        d = _cache_dir()
+        so = d / f"k_{h}.so"
+        if not so.exists():
+            with tempfile.TemporaryDirectory(dir=d) as tmp:
+                c = Path(tmp) / "k.c"
+                c.write_text(src)
+                out = Path(tmp) / "k.so"
+                cmd = [cc, "-O3", "-march=native", "-fwrapv", "-fno-strict-aliasing", "-shared", "-fPIC", "-o", str(out), str(c)]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise RuntimeError(f"C compiler failed: {r.stderr.strip().splitlines()[:3]}")
+                os.replace(out, so)
+        lib = ctypes.CDLL(str(so))
+        lib.kernel.restype = ctypes.c_int64
+        _LOADED[h] = lib
+        return lib
+
+
+class Kernel:
+    """A compiled definition: call with one array per input (lanes), get the outputs."""
+
+    def __init__(self, lib, in_storage, out_storage, source: str):
+        self.lib = lib
+        self.in_storage = list(in_storage)
+        self.out_storage = list(out_storage)
+        self.source = source
+
+    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        if len(inputs) != len(self.in_storage):
+            raise ValueError(f"kernel takes {len(self.in_storage)} inputs, got {len(inputs)}")
+        arrs, strides = [], []
+        n = None
+        for x, s in zip(inputs, self.in_storage):
+            x = np.asarray(x)
+            if x.dtype != _NPTYPES[s]:
+                raise ValueError(f"kernel input must be {np.dtype(_NPTYPES[s]).name}, got {x.dtype}")
+            if x.ndim != 1:
+                raise ValueError("kernel inputs are 1-D lanes")
+            if x.strides[0] % x.itemsize:
+                x = np.ascontiguousarray(x)
+            n = len(x) if n is None else n
+            if len(x) != n:
+                raise ValueError("kernel inputs have different lengths")
+            arrs.append(x)
+            strides.append(x.strides[0] // x.itemsize)
+        n = 0 if n is None else n
+        outs = [np.empty(n, dtype=_NPTYPES[s]) for s in self.out_storage]
+        st = np.asarray(strides, dtype=np.int64)
+        args = [ctypes.c_int64(n), st.ctypes.data_as(ctypes.c_void_p)]
+        args += [a.ctypes.data_as(ctypes.c_void_p) for a in arrs]
+        args += [o.ctypes.data_as(ctypes.c_void_p) for o in outs]
+        r = self.lib.kernel(*args)
+        if r >= 0:
+            raise OverflowError("compiled kernel: a plain operation overflowed "
+                                "(run the numpy back-end on these lanes for the operation)")
+        return outs
+
+
+_KERNELS: dict[Any, Kernel] = {}
+
+
+def compile_kernel(fn: Callable[..., Sequence[BV] | BV], in_storage: Sequence[int],
+                   out_storage: Sequence[int], key: Any = None) -> Kernel:
+    """Trace fn(K, *inputs) (inputs: unsigned BVs of the given storage widths) into a kernel.
+
+    `key`, when given, caches the traced kernel in-process (tracing itself costs time)."""
+    if key is not None and key in _KERNELS:
+        return _KERNELS[key]
+    K = TraceBackend()
+    ins = [K.input(s) for s in in_storage]
+    outs = fn(K, *ins)
+    if isinstance(outs, BV):
+        outs = [outs]
+    lanes = int(os.environ.get("MMAFORMAL_LANES", "8"))
+    try:
+        src = K.source(outs, out_storage, lanes=lanes)
+    except Unsupported:
+        src = K.source(outs, out_storage)
+    kern = Kernel(_build(src), in_storage, out_storage, src)
+    if key is not None:
+        _KERNELS[key] = kern
+    return kern

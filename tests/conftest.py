@@ -1,0 +1,199 @@
+"""Shared settings and input generators of the formal core's test-suite.
+
+- hypothesis runs derandomized (profile "ci", the default; `HYPOTHESIS_PROFILE=dev` for
+  random exploration), with no deadline and no example database, so CI is deterministic.
+- Input generators build raw bit patterns (the storage elements of the formats, as int64
+  numpy arrays, or object arrays of Python ints for 64-bit formats) from a seeded
+  `numpy.random.Generator`. They read the format parameters from the *oracle's* table
+  (tests/oracles/exact.py), not from the core, so generated inputs do not inherit a bug of
+  the core's format table.
+- `oracle_equal` compares a core result (bits) with an oracle result (bits, or the marker
+  "nan" where the oracle leaves the NaN payload open).
+
+Test modules import the helpers with `from conftest import ...` (tests/ is on sys.path, as for
+`from oracles import exact`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from oracles import exact as X  # noqa: E402
+
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.large_base_example])
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# ------------------------------------------------------------------------------------------
+# Format parameters (from the oracle's table) and field helpers
+# ------------------------------------------------------------------------------------------
+
+def ofmt(name: str):
+    return X.FORMATS[name]
+
+
+def storage_dtype(name: str):
+    """numpy dtype of the lanes that carry a format's storage element into the core."""
+    return object if ofmt(name).container == 64 else np.int64
+
+
+def max_biased_exp(name: str) -> int:
+    """The largest biased exponent field of a finite number (IEEE formats: all ones is special)."""
+    F = ofmt(name)
+    return (1 << F.w) - 2 if F.inf else (1 << F.w) - 1
+
+
+def pack(name: str, s, E, T):
+    """Storage elements from sign, biased exponent and trailing fields (numpy arrays)."""
+    F = ofmt(name)
+    s = np.asarray(s, dtype=object if F.container == 64 else np.int64)
+    E = np.asarray(E, dtype=s.dtype)
+    T = np.asarray(T, dtype=s.dtype)
+    code = (E << F.t) | T
+    if F.signed:
+        code = code | (s << (F.w + F.t))
+    if F.pad:
+        code = code << F.pad
+    return code
+
+
+def _bits(rng, n: int, nbits: int, p: float = 0.5):
+    """n random integers of nbits bits, each bit set with probability p (object for 64)."""
+    if nbits <= 62:
+        if p == 0.5:
+            return rng.integers(0, 1 << nbits, n, dtype=np.int64)
+        m = rng.random((n, nbits)) < p
+        return (m * (np.int64(1) << np.arange(nbits, dtype=np.int64))).sum(axis=1).astype(np.int64)
+    lo = _bits(rng, n, 32, p).astype(object)
+    hi = _bits(rng, n, nbits - 32, p).astype(object)
+    return (hi << 32) | lo
+
+
+def random_codes(rng, name: str, n: int):
+    """Random bit streams over the whole storage element (junk above the width and in the
+    tf32 padding included: decode must ignore it)."""
+    return _bits(rng, n, ofmt(name).container).astype(storage_dtype(name))
+
+
+def sparse_codes(rng, name: str, n: int, p: float = 0.08):
+    """Sparse bit streams: each bit of the format's width set with probability p, random sign."""
+    F = ofmt(name)
+    code = _bits(rng, n, F.w + F.t, p)
+    if F.signed:
+        code = code | (_bits(rng, n, 1).astype(code.dtype) << (F.w + F.t))
+    return (code << F.pad).astype(storage_dtype(name)) if F.pad else code.astype(storage_dtype(name))
+
+
+def subnormal_codes(rng, name: str, n: int, frac: float = 0.7):
+    """Subnormal-heavy: exponent field 0 (subnormals and zeros) with probability frac."""
+    F = ofmt(name)
+    s = _bits(rng, n, 1)
+    E = np.where(rng.random(n) < frac, 0, rng.integers(0, max_biased_exp(name) + 1, n))
+    E = np.where(rng.random(n) < 0.15, 1, E)   # the smallest normals too
+    T = _bits(rng, n, F.t) if F.t else np.zeros(n, dtype=np.int64)
+    if F.container == 64:
+        s, E = s.astype(object), E.astype(object)
+    return pack(name, s, E, T)
+
+
+def finite_codes(rng, name: str, n: int, spread: int = 4, center: int | None = None):
+    """Finite values with biased exponents within +-spread of `center` (default: the bias)."""
+    F = ofmt(name)
+    c = F.bias if center is None else center
+    E = np.clip(c + rng.integers(-spread, spread + 1, n), 1, max_biased_exp(name))
+    T = _bits(rng, n, F.t) if F.t else np.zeros(n, dtype=np.int64)
+    s = _bits(rng, n, 1)
+    if F.container == 64:
+        s, E = s.astype(object), E.astype(object)
+    code = pack(name, s, E, T)
+    if F.nan == "allones":   # e4m3: E = 15, T = 7 is the NaN; step down to max finite
+        nan_mag = ((1 << (F.w + F.t)) - 1) << F.pad
+        mag_mask = nan_mag
+        code = np.where((code & mag_mask) == nan_mag, code - (1 << F.pad), code)
+    return code.astype(storage_dtype(name))
+
+
+def special_codes(name: str) -> list[int]:
+    """Zeros, Infs, NaNs, extreme finite numbers, one: the interesting codes of a format."""
+    F = ofmt(name)
+    sb = (1 << (F.w + F.t)) if F.signed else 0
+    out = {0, sb, 1, sb | 1, F.max_code, sb | F.max_code, 1 << F.t, (1 << F.t) - 1,
+           F.bias << F.t, sb | (F.bias << F.t)}
+    if F.inf:
+        out |= {((1 << F.w) - 1) << F.t, sb | (((1 << F.w) - 1) << F.t)}
+    if F.nan == "ieee":
+        out |= {(((1 << F.w) - 1) << F.t) | (1 << (F.t - 1)), sb | (((1 << F.w) - 1) << F.t) | 1}
+    elif F.nan == "allones":
+        out |= {(1 << (F.w + F.t)) - 1, sb | ((1 << (F.w + F.t)) - 1)}
+    return sorted(c << F.pad for c in out)
+
+
+def special_mix(rng, name: str, n: int, p: float = 0.3):
+    """Random codes where a fraction p of the elements are special codes."""
+    base = finite_codes(rng, name, n, spread=6)
+    sp = np.array(special_codes(name), dtype=storage_dtype(name))
+    pick = sp[rng.integers(0, len(sp), n)]
+    return np.where(rng.random(n) < p, pick, base).astype(storage_dtype(name))
+
+
+def exp_codes(rng, name: str, exps, sig: str = "random"):
+    """Codes whose Exp() (max(E,1) - bias) is exps (array), below emin as subnormals
+    (value 2^exps exactly when sig == "one"); random signs. exps must be >= emin - t."""
+    F = ofmt(name)
+    exps = np.asarray(exps, dtype=np.int64)
+    n = exps.shape[0]
+    emin = 1 - F.bias
+    s = _bits(rng, n, 1)
+    if sig == "one":
+        T = np.zeros(n, dtype=np.int64)
+    elif sig == "few":   # few significant bits: ties and exact sums are likely
+        T = (_bits(rng, n, min(F.t, 3)) << max(F.t - 3, 0)) if F.t else np.zeros(n, dtype=np.int64)
+    else:
+        T = _bits(rng, n, F.t) if F.t else np.zeros(n, dtype=np.int64)
+    E = exps + F.bias
+    sub = E < 1
+    # subnormal 2^exps: T = 1 << (t - (emin - exps)), E = 0
+    Tsub = np.left_shift(np.int64(1), np.clip(F.t - (emin - exps), 0, 62))
+    T = np.where(sub, Tsub, T)
+    E = np.where(sub, 0, np.minimum(E, max_biased_exp(name)))
+    if F.container == 64:
+        s, E, T = s.astype(object), E.astype(object), T.astype(object)
+    code = pack(name, s, E, T)
+    if F.nan == "allones":
+        nan_mag = ((1 << (F.w + F.t)) - 1) << F.pad
+        code = np.where((code & nan_mag) == nan_mag, code - (1 << F.pad), code)
+    return code.astype(storage_dtype(name))
+
+
+def exp_range(name: str) -> tuple[int, int]:
+    """(smallest Exp of a nonzero code, largest Exp of a finite code)."""
+    F = ofmt(name)
+    return 1 - F.bias - F.t, max_biased_exp(name) - F.bias
+
+
+# ------------------------------------------------------------------------------------------
+# Comparison
+# ------------------------------------------------------------------------------------------
+
+def is_nan_bits(name: str, bits: int) -> bool:
+    return X.decode(name, int(bits)) == ("nan",)
+
+
+def oracle_equal(name: str, got: int, want) -> bool:
+    """Core bits `got` equal the oracle's `want` (bits, or "nan": any NaN of format name)."""
+    if want == X.NAN:
+        return is_nan_bits(name, got)
+    return int(got) == int(want)
+
+
+def hexs(xs) -> list[str]:
+    return [hex(int(x)) for x in xs]
