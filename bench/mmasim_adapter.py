@@ -179,6 +179,10 @@ def _bench(args) -> None:
     b_bits = rng.integers(0, 2 ** (8 * in_size), size=(n, K), dtype=np.uint64).astype(_UNSIGNED[in_size])
     c_size = op.c_type.itemsize
     c_bits = rng.integers(0, 2 ** (8 * c_size), size=n, dtype=np.uint64).astype(_UNSIGNED[c_size])
+    if args.inputs:  # the caller's inputs (so another program can compare bits on the same data)
+        z = np.load(args.inputs)
+        a_bits, b_bits, c_bits = z["a_bits"], z["b_bits"], z["c_bits"]
+        n = len(c_bits)
 
     # warm-up (first calls allocate; also checks the path end to end)
     mmasim_dpa(arch, qual, a_bits[:1024], b_bits[:1024], c_bits[:1024], chunk=args.chunk)
@@ -226,6 +230,7 @@ def main(argv=None) -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", metavar="PATH", help="write a_bits, b_bits, c_bits, d_bits to .npz")
+    p.add_argument("--inputs", metavar="PATH", help="read a_bits, b_bits, c_bits from this .npz instead")
     _bench(p.parse_args(argv))
 
 

@@ -308,7 +308,10 @@ def round_to(f: "Format | str", sign: "Bool | bool", exp: BV, sig: BV, mode: Mod
     elif f.signed:
         out = ite(sign, mag | f.sign_bit, mag)
     else:
-        out = mag
+        # Unsigned (ue4m3): a negative value that does not round to zero is not
+        # representable and gives the NaN code, as ml_dtypes does for e8m0 (oracle policy).
+        # (Bug fixed: the sign was dropped, so -x was encoded as +x.)
+        out = ite(sign & (mag != 0), K.const(default_nan(f) >> f.pad, kw, False), mag)
     return _place(f, out)
 
 
@@ -390,14 +393,28 @@ def _overlay(f: Format, finite: BV, nan: Bool, nan_bits: BV, inf: Bool, inf_sign
     return ite(nan, nan_bits, ite(inf, infb, finite))
 
 
+def normalized(u: Unpacked, ew: int) -> tuple[BV, BV]:
+    """(exp, sig) with sig's leading 1 moved to the top of its p bits (subnormals shifted
+    left, exp lowered to match); zero stays zero. exp is the exponent of sig's top bit."""
+    lz = clz(u.sig)
+    return u.exp.resize(ew) - lz.resize(ew, True), u.sig << lz
+
+
+def _exact_product(x: Unpacked, y: Unpacked, ew: int) -> tuple[BV, BV]:
+    """(LSB exponent, 2p-bit significand) of the exact product of two decoded operands, from
+    normalized significands (the product then has its leading 1 in one of its top two bits)."""
+    f = x.fmt
+    ex, mx = normalized(x, ew)
+    ey, my = normalized(y, ew)
+    return ex + ey - 2 * f.t, mx.resize(2 * f.p) * my.resize(2 * f.p)
+
+
 def mul(f: "Format | str", a: BV, b: BV, mode: Mode = "RNE", nan: "str | int" = "default") -> BV:
     """IEEE 754 multiplication in format f (any rounding mode; NaN policy `nan`)."""
     f = fmt(f)
     x, y = decode(f, a), decode(f, b)
     sign = x.sign ^ y.sign
-    ew = f.ew() + 1
-    exp = x.exp.resize(ew) + y.exp.resize(ew) - 2 * f.t
-    prod = x.sig.resize(2 * f.p) * y.sig.resize(2 * f.p)
+    exp, prod = _exact_product(x, y, f.ew() + 2)
     fin = round_to(f, sign, exp, prod, mode)
     nanc = x.nan | y.nan | (x.inf & y.zero) | (x.zero & y.inf)
     return _overlay(f, fin, nanc, _nan_out(f, nan, [x, y]), x.inf | y.inf, sign)
@@ -421,10 +438,9 @@ def fma(f: "Format | str", a: BV, b: BV, c: BV, mode: Mode = "RNE", nan: "str | 
     f = fmt(f)
     x, y, z = decode(f, a), decode(f, b), decode(f, c)
     fl = _flags(mode)
-    ew = f.ew() + 1
+    ew = f.ew() + 2
     psign = x.sign ^ y.sign
-    pexp = x.exp.resize(ew) + y.exp.resize(ew) - 2 * f.t
-    prod = x.sig.resize(2 * f.p) * y.sig.resize(2 * f.p)
+    pexp, prod = _exact_product(x, y, ew)
     s = add_exact(psign, pexp, prod, z.sign, z.exp.resize(ew) - f.t, z.sig, p_min=f.p)
     sign = ite(s.zero, _zero_sign(psign, z.sign, fl), s.sign)
     fin = round_to(f, sign, s.exp, s.sig, mode, s.sticky)

@@ -18,6 +18,7 @@ Source: seed 002 Algorithms 1-11; parameters are chosen per instruction by theor
 """
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -29,6 +30,17 @@ __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
     "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "NVIDIA_NAN",
 ]
+
+#: Optional white-box trace (used by mmaformal.explain): when set to a list, `_note` appends
+#: (label, value) pairs at the key steps below. Tracing never changes a result.
+TRACE: contextvars.ContextVar = contextvars.ContextVar("mmaformal_mma_trace", default=None)
+
+
+def _note(label: str, value=None) -> None:
+    t = TRACE.get()
+    if t is not None:
+        t.append((label, value))
+
 
 #: NVIDIA's canonical NaN of each output format (seed 002 sec. 4.2).
 NVIDIA_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF, "bf16": 0x7FFF, "f64": 0x7FFFFFFFFFFFFFFF}
@@ -149,10 +161,13 @@ def fused_sum(terms: Sequence[Term], F: int, mode: str = "RZ", zero_exp: str = "
     ew = _common_e(terms)
     es, emax = _emax(terms, ew, zero_exp)
     width = _sum_width(terms, F)
+    _note("fused_sum", {"terms": list(terms), "e": es, "e_max": emax, "F": F, "mode": mode})
     S = None
     for t, e in zip(terms, es):
         a = _align(t, e, emax, F, width, mode)
+        _note("aligned", a)
         S = a if S is None else S + a
+    _note("S", S)
     return S, emax
 
 
@@ -180,6 +195,7 @@ def _special(out: Format, finite: BV, terms: Sequence[Term], nan_code: int) -> B
     infc = out.inf_code << out.pad
     r = ite(pinf, K.const(infc, out.storage, False), finite)
     r = ite(ninf, K.const(infc | (out.sign_bit << out.pad), out.storage, False), r)
+    _note("special", {"nan": nan, "pinf": pinf, "ninf": ninf, "finite": finite})
     return ite(nan, K.const(nan_code, out.storage, False), r)
 
 
@@ -187,6 +203,7 @@ def _convert(S: BV, scale_exp: BV, rho: str, zero_sign: Bool, overflow: str) -> 
     """rho(S * 2^scale_exp) with the sign-of-zero rule for an exact zero."""
     rf, mode, _ = rho_of(rho)
     sign = ite(S == 0, zero_sign, S < 0)
+    _note("convert", {"rho": rho, "S": S, "exp": scale_exp, "zero_sign": zero_sign})
     return round_to(rf, sign, scale_exp, S.abs(), mode, overflow=overflow)
 
 
@@ -344,6 +361,8 @@ def e_fdpa(a, b, c, fa, fb, fc="f32", out="f32", mode: str = "RNE", nan="default
     terms_nan = nan_p | z.nan | (ip & ineg)
     pinf = ip | (z.inf & ~z.sign)
     ninf = ineg | (z.inf & z.sign)
+    _note("e_fdpa", {"P": P, "P_exp": lo_e - fbp, "finite": fin, "nan": terms_nan, "pinf": pinf,
+                     "ninf": ninf})
     nan_code = fp.default_nan(fo) if nan == "default" else int(nan)
     r = ite(pinf, K.const(fo.inf_code << fo.pad, fo.storage, False), fin)
     r = ite(ninf, K.const((fo.inf_code | fo.sign_bit) << fo.pad, fo.storage, False), r)
@@ -390,6 +409,7 @@ def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], z
     if special_trunc:
         sc_al = ite(ec < E - F - 1, K.const(0, W, True), sc_al)
     S = Tp + (sc_al << (F2 - F))
+    _note("tr_tail", {"T": T, "e_max": emax, "E": E, "Tp": Tp, "sc": sc_al, "F": F, "F2": F2})
     fin = _convert(S, E - F2, "RNE-FP32", _zero_sign(terms + [ct]), "ieee")
     return _special(fmt("f32"), fin, terms + [ct], fp.default_nan("f32") if nan is None else int(nan))
 
@@ -420,6 +440,7 @@ def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=N
     emax = bvmax(ee, eo)
     W = max(Te.w, To.w) + 2
     T = _rd_shift(Te, 0, emax - ee, W) + _rd_shift(To, 0, emax - eo, W)
+    _note("gtr_groups", {"T_even": Te, "e_even": ee, "T_odd": To, "e_odd": eo, "T": T, "e_max": emax})
     return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=True)
 
 
@@ -491,6 +512,7 @@ def ftz_addmul(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, P: int, fc: str 
             s2 = ftz_add(ps[2], ps[3], fc.name, nan)
             s = ftz_add(decode(f32, s), decode(f32, s2), fc.name, nan)
         d = decode(f32, ftz_add(d, decode(f32, s), fc.name, nan))
+        _note("ftz_step", {"k0": k, "P": P, "s": s, "acc": d})
     return _recode(d)
 
 
@@ -512,8 +534,9 @@ def fma_chain(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, mode: str = "RNE"
     """Phi_FMA (Algorithm 4): d = fma(a_k, b_k, d) for k = 0 .. K-1."""
     _check_lengths(a, b)
     d = c
-    for x, y in zip(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
         d = fp.fma(f, x, y, d, mode, nan)
+        _note("fma_step", {"k": i, "acc": d})
     return d
 
 
@@ -527,5 +550,7 @@ def fdpa_chain(op, a: Sequence[BV], b: Sequence[BV], c: BV, L: int, **params) ->
         raise ValueError(f"K={K_} is not a multiple of L={L}")
     d = c
     for k in range(0, K_, L):
+        _note("block", {"k0": k, "L": L, "c": d})
         d = op(a[k:k + L], b[k:k + L], d, **params)
+        _note("block_out", d)
     return d

@@ -1,0 +1,723 @@
+"""Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
+
+May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits (and the standard
+library). Never z3 at module level (the simulator path imports this module).
+
+A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
+(a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
+instruction tables (mmaformal.isa) say which instructions exist; theories say what they compute;
+the two are kept apart. Competing hypotheses for the same instruction are separate theories that
+name each other in ``competes_with``; exactly one of them is ``primary`` (what ``simulate`` uses
+when no theory is named).
+
+File format (TOML, any number of files in ``theories/``, usually one per architecture)::
+
+    [meta]                      # optional: arch = "sm90", description = "..."
+    [[theory]]
+    id = "sm90.f16.f32"         # unique over all files; [a-z0-9] and . _ - only
+    instructions = ["sm90/mma.m16n8k*.f32.f16.f16.f32", "sm90/wgmma.m64n*k16.f32.f16.f16"]
+                                # catalog names or fnmatch patterns; each must match something
+    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul"
+    op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
+    L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
+    status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"
+    provenance = "seed 002 Table 4, Hopper FP16->FP32"
+    competes_with = []          # ids of rival theories (symmetric)
+    primary = true              # default true; rivals say false
+    # optional composition keys (defaults shown):
+    convert = ""                # operand format A and B are converted to (exactly) first
+    k_order = "natural"         # "natural" | "mod4-pairs": order of k before chaining
+    accumulate = "fused"        # "fused": c enters the first block (Algorithm 5);
+                                # "add": the chain starts from +0 and c is added at the end by an
+                                # IEEE RNE addition in the output format (NVIDIA canonical NaN)
+    note = ""
+    [theory.params]             # exactly the op's keyword parameters (signature of mma.<op>),
+    F = 25                      # minus those the instruction fixes (formats, scales)
+    rho = "RZ-FP32"
+    ...
+
+Invariants (checked when loading; every failure is a one-line ValueError naming the file and
+the theory): no unknown keys; known model/op; params equal the op's signature (nothing missing,
+nothing extra) with values of the right kind; every instruction name/pattern matches the catalog;
+the theory fits each instruction it claims (formats, scales, output format of rho, L | K ...);
+``competes_with`` names existing theories and is symmetric; no instruction has two primary
+theories; and (for the package's own theory set) every catalog instruction has one.
+
+Evaluation goes through one entry point, ``Theory.dot`` (the future compiled fast path routes
+there too). ``Theory.hash()`` is the sha256 of the canonical *arithmetic* content (what is
+computed: id, instructions, model, op, L, params, composition keys), so stale proofs are
+detected; status, provenance and rivals are beliefs about it and are not hashed.
+
+Source: seed 002 sec. 4 (Algorithms 5-11, Tables 3-7); per-theory sources are in the files.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import fnmatch
+import functools
+import hashlib
+import inspect
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import fp, isa, mma
+from .bits import BV, Backend, ite
+from .isa import Instruction
+
+__all__ = [
+    "Theory", "TheorySet", "load", "default", "resolve", "THEORY_DIR", "MODELS", "FDPA_OPS",
+    "STATUSES",
+]
+
+THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES", Path(__file__).resolve().parent.parent / "theories"))
+
+MODELS = ("fdpa", "fma", "ftz_addmul")
+FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
+_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul"}
+STATUSES = ("hypothesis", "corroborated", "refuted")
+K_ORDERS = ("natural", "mod4-pairs")
+ACCUMULATE = ("fused", "add")
+
+_THEORY_KEYS = frozenset({
+    "id", "instructions", "model", "op", "L", "params", "status", "provenance", "competes_with",
+    "primary", "convert", "k_order", "accumulate", "note",
+})
+_REQUIRED = ("id", "instructions", "model", "params", "status", "provenance")
+_TOP_KEYS = frozenset({"meta", "theory"})
+_META_KEYS = frozenset({"arch", "description"})
+#: Parameters of the mma operations that the instruction fixes (operands, formats, scales).
+_FROM_INSTRUCTION = frozenset({"a", "b", "c", "fa", "fb", "fc", "f", "out", "fs",
+                               "scale_a", "scale_b"})
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_param(name: str, v: Any) -> str | None:
+    """None if v is a valid value of parameter `name`, else what is expected."""
+    if name in ("F", "F2"):
+        return None if _is_int(v) and 0 <= v <= 256 else "an int in 0..256"
+    if name == "G":
+        return None if _is_int(v) and v > 0 else "a positive int"
+    if name == "P":
+        return None if v in (2, 4) and _is_int(v) else "2 or 4"
+    if name == "rho":
+        return None if v in mma.RHO else "one of " + ", ".join(mma.RHO)
+    if name == "zero_exp":
+        return None if v in ("excluded", "field") or _is_int(v) else \
+            '"excluded", "field" or an int (a fixed exponent)'
+    if name == "nan":
+        return None if v in ("default", "propagate") or (_is_int(v) and v >= 0) else \
+            '"default", "propagate" or the NaN code as an int (e.g. 0x7FFFFFFF)'
+    if name == "overflow":
+        return None if v in ("ieee", "saturate") else '"ieee" or "saturate"'
+    if name in ("tf32_round", "mode"):
+        return None if v in fp.MODES else "one of " + ", ".join(fp.MODES)
+    # a parameter this loader does not know yet: any TOML scalar
+    return None if isinstance(v, (str, int, float, bool)) else "a TOML scalar"
+
+
+@functools.lru_cache(maxsize=None)
+def _op_params(op: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(required, all) keyword parameters of mma.<op> that a theory must give."""
+    fn = getattr(mma, op)
+    names, required = [], []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in _FROM_INSTRUCTION or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        names.append(p.name)
+        if p.default is p.empty:
+            required.append(p.name)
+    return tuple(required), tuple(names)
+
+
+# --------------------------------------------------------------------------------------------
+# The Theory record
+
+
+@dataclasses.dataclass(frozen=True)
+class Theory:
+    """One hypothesis; `instr` is set on a theory bound to one instruction (see `bind`)."""
+
+    id: str
+    instructions: tuple[str, ...]
+    model: str
+    op: str
+    L: int | None
+    params: tuple[tuple[str, Any], ...]
+    status: str
+    provenance: str
+    competes_with: tuple[str, ...] = ()
+    primary: bool = True
+    convert: str = ""
+    k_order: str = "natural"
+    accumulate: str = "fused"
+    note: str = ""
+    file: str = ""
+    instr: Instruction | None = dataclasses.field(default=None, compare=False)
+
+    # -- content ---------------------------------------------------------------------------
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def content(self) -> dict[str, Any]:
+        """The arithmetic content (what `hash` covers)."""
+        return {
+            "id": self.id, "instructions": list(self.instructions), "model": self.model,
+            "op": self.op, "L": self.L, "params": dict(sorted(self.params)),
+            "convert": self.convert, "k_order": self.k_order, "accumulate": self.accumulate,
+        }
+
+    def hash(self) -> str:
+        """sha256 (hex) of the canonical arithmetic content of the theory."""
+        blob = json.dumps(self.content(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.content()
+        d.update(status=self.status, provenance=self.provenance,
+                 competes_with=list(self.competes_with), primary=self.primary, note=self.note,
+                 file=self.file, hash=self.hash())
+        return d
+
+    def describe(self) -> str:
+        """One line: the model and its parameters."""
+        ps = ", ".join(f"{k}={_fmt_param(k, v)}" for k, v in self.params)
+        head = self.op if self.model == "fdpa" else self.model
+        extra = []
+        if self.L is not None:
+            extra.append(f"L={self.L}")
+        if self.convert:
+            extra.append(f"convert={self.convert}")
+        if self.k_order != "natural":
+            extra.append(f"k_order={self.k_order}")
+        if self.accumulate != "fused":
+            extra.append(f"accumulate={self.accumulate}")
+        return f"{head}({', '.join(extra + [ps] if ps else extra)})"
+
+    def replace(self, **changes) -> "Theory":
+        """A modified copy (for experiments and tests): top-level fields, or params by name.
+        The copy is checked against its instruction when bound."""
+        params = self.param_dict
+        top = {}
+        for k, v in changes.items():
+            if k in params:
+                params[k] = v
+            elif k in {f.name for f in dataclasses.fields(self)}:
+                top[k] = v
+            else:
+                raise ValueError(f"theory {self.id}: no field or parameter {k!r}")
+        t = dataclasses.replace(self, params=tuple(params.items()), **top)
+        _check_static(t, t.file or "<replace>")
+        if t.instr is not None:
+            _check_fit(t, t.instr)
+        return t
+
+    # -- binding and evaluation ------------------------------------------------------------
+    def covers(self, name: str) -> bool:
+        return any(_match(p, name) for p in self.instructions)
+
+    def bind(self, instr: "Instruction | str") -> "Theory":
+        """This theory applied to one instruction (checked: the theory must fit it)."""
+        ins = isa.lookup(instr) if isinstance(instr, str) else instr
+        _check_fit(self, ins)
+        return dataclasses.replace(self, instr=ins)
+
+    def _formats(self) -> tuple[str, str]:
+        ins = self._bound()
+        return (self.convert or ins.a), (self.convert or ins.b)
+
+    def _bound(self) -> Instruction:
+        if self.instr is None:
+            raise ValueError(f"theory {self.id} is not bound to an instruction (use .bind(name))")
+        return self.instr
+
+    def dot(self, K: Backend, a_cols: Sequence[BV], b_cols: Sequence[BV], c: BV,
+            scale_a: Sequence[BV] | None = None, scale_b: Sequence[BV] | None = None) -> BV:
+        """The whole K-long dot product d = Phi(a, b, c) of the bound instruction, on back-end K.
+
+        a_cols[k], b_cols[k]: storage elements of the instruction's a/b formats (one BV per k;
+        on the numpy back-end each holds all lanes); c: accumulator element. Block-scaled
+        instructions take one scale element per K-block: scale_a[j], scale_b[j] apply to
+        k in [j * scale_block, (j + 1) * scale_block). Returns the D element (storage bits).
+        """
+        ins = self._bound()
+        kdim = len(a_cols)
+        if len(b_cols) != kdim or kdim != ins.k:
+            raise ValueError(f"{ins.name}: dot needs {ins.k} a and b elements, got "
+                             f"{len(a_cols)} and {len(b_cols)}")
+        if ins.scale:
+            nblk = ins.k // ins.scale_block
+            if scale_a is None or scale_b is None:
+                raise ValueError(f"{ins.name} is block-scaled: pass scale_a and scale_b "
+                                 f"({nblk} {ins.scale} element(s) each)")
+            if len(scale_a) != nblk or len(scale_b) != nblk:
+                raise ValueError(f"{ins.name}: expected {nblk} scale elements each, got "
+                                 f"{len(scale_a)} and {len(scale_b)}")
+        elif scale_a is not None or scale_b is not None:
+            raise ValueError(f"{ins.name} takes no scale factors")
+        a, b = list(a_cols), list(b_cols)
+        if self.convert:
+            a = [_convert_exact(x, ins.a, self.convert) for x in a]
+            b = [_convert_exact(x, ins.b, self.convert) for x in b]
+            mma._note("convert_operands", {"to": self.convert, "a": a, "b": b})
+        perm = _k_order(self.k_order, kdim)
+        if perm is not None:
+            a = [a[k] for k in perm]
+            b = [b[k] for k in perm]
+            mma._note("k_order", {"order": self.k_order, "perm": perm})
+        fa, fb = self._formats()
+        params = self.param_dict
+        if self.model == "fma":
+            return mma.fma_chain(a, b, c, f=fa, **params)
+        if self.model == "ftz_addmul":
+            return mma.ftz_addmul(a, b, c, fa, fb, fc=ins.c, **params)
+        # FDPA: blocks of L chained through the accumulator (Algorithm 5)
+        out_fmt = mma.rho_of(params["rho"])[2].name if "rho" in params else ins.d
+        op = getattr(mma, self.op)
+        first_fc = ins.c
+        c0 = c
+        if self.accumulate == "add":
+            c0 = K.const(0, fp.fmt(ins.d).storage, False)
+            first_fc = ins.d
+        sblk = ins.scale_block
+        state = {"k0": 0}
+        positions = perm if perm is not None else list(range(kdim))
+
+        def block(ab, bb, cb, **kw):
+            k0 = state["k0"]
+            n = len(ab)
+            kw["fc"] = first_fc if k0 == 0 else out_fmt
+            if self.op in ("st_fdpa", "gst_fdpa"):
+                kw["fs"] = ins.scale
+                if self.op == "st_fdpa":
+                    idx = [positions[k0 + i] // sblk for i in range(n)]
+                else:
+                    G = kw["G"]
+                    idx = [positions[k0 + g * G] // sblk for g in range(n // G)]
+                kw["scale_a"] = [scale_a[j] for j in idx]
+                kw["scale_b"] = [scale_b[j] for j in idx]
+            if self.op == "e_fdpa":
+                kw["out"] = ins.d
+            state["k0"] = k0 + n
+            return op(ab, bb, cb, fa=fa, fb=fb, **kw)
+
+        d = mma.fdpa_chain(block, a, b, c0, self.L, **params)
+        if self.accumulate == "add":
+            nan = mma.NVIDIA_NAN.get(ins.d, "default")
+            mma._note("accumulate_add", {"chain": d, "c": c})
+            d = fp.add(ins.d, d, c, "RNE", nan=nan)
+        return d
+
+    @functools.cached_property
+    def evaluable(self) -> tuple[bool, str]:
+        """(True, "") if the current mma accepts this theory's parameters (tried once on the
+        int back-end with zero inputs on a bound theory), else (False, the error)."""
+        from .bits import INT
+        try:
+            ins = self._bound()
+            wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+            sc = None
+            if ins.scale:
+                sc = [INT.const(0, 8, False)] * (ins.k // ins.scale_block)
+            self.dot(INT, [INT.const(0, wa, False)] * ins.k, [INT.const(0, wb, False)] * ins.k,
+                     INT.const(0, wc, False), sc, sc)
+        except (ValueError, TypeError) as e:
+            return False, str(e)
+        return True, ""
+
+
+def _fmt_param(k: str, v: Any) -> str:
+    if k == "nan" and _is_int(v):
+        return hex(v)
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _k_order(order: str, kdim: int) -> list[int] | None:
+    if order == "natural":
+        return None
+    if order == "mod4-pairs":
+        # the k with k mod 4 in {0, 1} first, then those with k mod 4 in {2, 3} (Source: SASS of
+        # fp8 mma.sync on sm_90: F2FP.F16.E4M3.UNPACK_B of the low halves feeds the first HMMA)
+        return [k for k in range(kdim) if k % 4 < 2] + [k for k in range(kdim) if k % 4 >= 2]
+    raise ValueError(f"unknown k_order {order!r}")
+
+
+def _convert_exact(x: BV, src: str, dst: str) -> BV:
+    """Operand conversion src -> dst that is exact for every value (checked statically at load):
+    the value is re-encoded; Inf stays Inf; NaN becomes dst's default NaN with x's sign."""
+    fs, fd = fp.fmt(src), fp.fmt(dst)
+    u = fp.decode(fs, x)
+    K = x.k
+    fin = fp.round_to(fd, u.sign, u.exp - fs.t, u.sig, "RNE")
+    sb = fd.sign_bit << fd.pad
+    inf = K.const(fd.inf_code << fd.pad, fd.storage, False) if fd.inf else \
+        K.const(fp.default_nan(fd), fd.storage, False)
+    nan = K.const(fp.default_nan(fd), fd.storage, False)
+    r = ite(u.inf, inf, fin)
+    r = ite(u.nan, nan, r)
+    return ite(u.sign & (u.inf | u.nan), r | sb, r) if fd.signed else r
+
+
+# --------------------------------------------------------------------------------------------
+# Checks
+
+
+def _where(file: str, tid: str | None) -> str:
+    return f"{file}: theory {tid!r}" if tid else f"{file}"
+
+
+def _check_static(t: Theory, file: str) -> None:
+    """Checks that need no catalog: keys were done by the parser; here values."""
+    w = _where(file, t.id)
+    if not _ID.match(t.id):
+        raise ValueError(f"{w}: id must match {_ID.pattern}")
+    if t.model not in MODELS:
+        raise ValueError(f"{w}: unknown model {t.model!r}; known: {', '.join(MODELS)}")
+    if t.model == "fdpa":
+        if t.op not in FDPA_OPS:
+            raise ValueError(f"{w}: unknown op {t.op!r} for model fdpa; known: {', '.join(FDPA_OPS)}")
+        if not (_is_int(t.L) and t.L > 0):
+            raise ValueError(f"{w}: model fdpa needs L (L_max), a positive int")
+    else:
+        if t.op != _MODEL_OP[t.model]:
+            raise ValueError(f"{w}: model {t.model} has op {_MODEL_OP[t.model]!r}, not {t.op!r}")
+        if t.L is not None:
+            raise ValueError(f"{w}: L belongs to model fdpa only")
+        if t.k_order != "natural" or t.accumulate != "fused":
+            raise ValueError(f"{w}: k_order and accumulate belong to model fdpa only")
+    if t.status not in STATUSES:
+        raise ValueError(f"{w}: unknown status {t.status!r}; known: {', '.join(STATUSES)}")
+    if not t.provenance.strip():
+        raise ValueError(f"{w}: provenance must not be empty")
+    if not t.instructions:
+        raise ValueError(f"{w}: instructions must be a non-empty list")
+    if t.k_order not in K_ORDERS:
+        raise ValueError(f"{w}: unknown k_order {t.k_order!r}; known: {', '.join(K_ORDERS)}")
+    if t.accumulate not in ACCUMULATE:
+        raise ValueError(f"{w}: unknown accumulate {t.accumulate!r}; known: {', '.join(ACCUMULATE)}")
+    if t.convert and t.convert not in isa.OPERAND_FORMATS:
+        raise ValueError(f"{w}: unknown convert format {t.convert!r}")
+    if t.id in t.competes_with:
+        raise ValueError(f"{w}: a theory cannot compete with itself")
+    required, allowed = _op_params(t.op)
+    given = set(dict(t.params))
+    missing = [p for p in allowed if p not in given]
+    extra = sorted(given - set(allowed))
+    if missing:
+        raise ValueError(f"{w}: missing parameter(s) {missing} of mma.{t.op} (give every "
+                         f"parameter, the paper-default ones too, with a comment)")
+    if extra:
+        raise ValueError(f"{w}: unknown parameter(s) {extra} for mma.{t.op}; it takes "
+                         f"{list(allowed)}")
+    for k, v in t.params:
+        why = _check_param(k, v)
+        if why:
+            raise ValueError(f"{w}: parameter {k} = {v!r} must be {why}")
+
+
+def _exact_in(src: str, dst: str) -> bool:
+    """Every value of format src is a value of format dst."""
+    s, d = fp.fmt(src), fp.fmt(dst)
+    if s.pad or d.pad:
+        return s.name == d.name
+    return (d.t >= s.t and d.emax >= s.emax and d.emin - d.t <= s.emin - s.t
+            and (d.inf or not s.inf) and (d.nan != "none" or s.nan == "none")
+            and (d.signed or not s.signed))
+
+
+def _check_fit(t: Theory, ins: Instruction) -> None:
+    """The theory can be applied to this instruction."""
+    w = f"{_where(t.file or '<theory>', t.id)}: instruction {ins.name}"
+    p = t.param_dict
+    if t.convert:
+        for role, f in (("a", ins.a), ("b", ins.b)):
+            if not _exact_in(f, t.convert):
+                raise ValueError(f"{w}: convert = {t.convert!r} is not exact for {role} format {f}")
+    fa = t.convert or ins.a
+    fb = t.convert or ins.b
+    if t.model == "fma":
+        if not (fa == fb == ins.c == ins.d):
+            raise ValueError(f"{w}: model fma needs a = b = c = d formats, got "
+                             f"{fa}, {fb}, {ins.c}, {ins.d}")
+        if ins.scale:
+            raise ValueError(f"{w}: model fma does not take scale factors")
+        return
+    if t.model == "ftz_addmul":
+        if fa not in ("f16", "bf16") or fb != fa or ins.c != "f32" or ins.d != "f32":
+            raise ValueError(f"{w}: model ftz_addmul needs f16/bf16 a = b and f32 c, d")
+        if ins.k % p["P"]:
+            raise ValueError(f"{w}: P = {p['P']} does not divide K = {ins.k}")
+        return
+    L = min(ins.k, t.L)
+    if ins.k % L:
+        raise ValueError(f"{w}: K = {ins.k} is not a multiple of L = {L}")
+    scaled_op = t.op in ("st_fdpa", "gst_fdpa")
+    if scaled_op != bool(ins.scale):
+        raise ValueError(f"{w}: op {t.op} " + ("needs" if scaled_op else "does not take")
+                         + " a block-scaled instruction")
+    if "rho" in p:
+        out = mma.rho_of(p["rho"])[2].name
+        if out != ins.d:
+            raise ValueError(f"{w}: rho = {p['rho']} gives {out}, the instruction's D is {ins.d}")
+    if t.op in ("tr_fdpa", "gtr_fdpa", "e_fdpa") and (ins.d != "f32" or ins.c != "f32"):
+        raise ValueError(f"{w}: op {t.op} needs f32 c and d")
+    if t.op == "gtr_fdpa" and L % 2:
+        raise ValueError(f"{w}: gtr_fdpa needs an even L, got {L}")
+    if t.op == "gst_fdpa":
+        G = p["G"]
+        if L % G or ins.scale_block % G:
+            raise ValueError(f"{w}: G = {G} must divide L = {L} and scale_block = {ins.scale_block}")
+    if t.accumulate == "add" and ins.c != ins.d:
+        raise ValueError(f"{w}: accumulate = 'add' needs c and d of one format")
+    if t.k_order == "mod4-pairs" and ins.k % 4:
+        raise ValueError(f"{w}: k_order mod4-pairs needs K divisible by 4")
+    if t.k_order != "natural" and ins.scale:
+        raise ValueError(f"{w}: k_order must be natural for block-scaled instructions")
+
+
+# --------------------------------------------------------------------------------------------
+# Pattern matching against the catalog (prefix-bisected: fast enough to run at every load)
+
+
+@functools.lru_cache(maxsize=None)
+def _rx(pattern: str) -> re.Pattern:
+    return re.compile(fnmatch.translate(pattern))
+
+
+def _is_pattern(s: str) -> bool:
+    return any(ch in s for ch in "*?[")
+
+
+def _match(pattern: str, name: str) -> bool:
+    return name == pattern if not _is_pattern(pattern) else bool(_rx(pattern).match(name))
+
+
+@functools.lru_cache(maxsize=1)
+def _sorted_names() -> tuple[str, ...]:
+    return tuple(sorted(isa.catalog()))
+
+
+def _expand(pattern: str) -> list[str]:
+    names = _sorted_names()
+    if not _is_pattern(pattern):
+        return [pattern] if pattern in isa.catalog() else []
+    cut = min(i for i in (pattern.find(ch) for ch in "*?[") if i >= 0)
+    prefix = pattern[:cut]
+    lo = bisect.bisect_left(names, prefix)
+    hi = bisect.bisect_left(names, prefix + "\U0010ffff")
+    rx = _rx(pattern)
+    return [n for n in names[lo:hi] if rx.match(n)]
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def _parse_file(path: Path) -> list[Theory]:
+    file = path.name
+    try:
+        with path.open("rb") as fh:
+            doc = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{file}: not valid TOML: {e}") from None
+    extra = set(doc) - _TOP_KEYS
+    if extra:
+        raise ValueError(f"{file}: unknown top-level key(s) {sorted(extra)}; known: {sorted(_TOP_KEYS)}")
+    meta = doc.get("meta", {})
+    if not isinstance(meta, dict) or set(meta) - _META_KEYS:
+        raise ValueError(f"{file}: [meta] may hold only {sorted(_META_KEYS)}")
+    entries = doc.get("theory", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(f"{file}: 'theory' must be an array of tables ([[theory]])")
+    out = []
+    for i, e in enumerate(entries):
+        tid = e.get("id") if isinstance(e.get("id"), str) else None
+        w = _where(file, tid or f"#{i + 1}")
+        unknown = set(e) - _THEORY_KEYS
+        if unknown:
+            raise ValueError(f"{w}: unknown key(s) {sorted(unknown)}; known: {sorted(_THEORY_KEYS)}")
+        missing = [k for k in _REQUIRED if k not in e]
+        if missing:
+            raise ValueError(f"{w}: missing key(s) {missing}")
+        if not isinstance(e["id"], str):
+            raise ValueError(f"{w}: id must be a string")
+        instrs = e["instructions"]
+        if not (isinstance(instrs, list) and instrs and all(isinstance(x, str) for x in instrs)):
+            raise ValueError(f"{w}: instructions must be a non-empty list of strings")
+        for key in ("model", "op", "status", "provenance", "convert", "k_order", "accumulate", "note"):
+            if key in e and not isinstance(e[key], str):
+                raise ValueError(f"{w}: {key} must be a string")
+        if "primary" in e and not isinstance(e["primary"], bool):
+            raise ValueError(f"{w}: primary must be true or false")
+        cw = e.get("competes_with", [])
+        if not (isinstance(cw, list) and all(isinstance(x, str) for x in cw)):
+            raise ValueError(f"{w}: competes_with must be a list of theory ids")
+        params = e["params"]
+        if not isinstance(params, dict):
+            raise ValueError(f"{w}: params must be a table ([theory.params])")
+        model = e["model"]
+        op = e.get("op", _MODEL_OP.get(model, ""))
+        if "L" in e and not _is_int(e["L"]):
+            raise ValueError(f"{w}: L must be an int")
+        if model not in MODELS:
+            raise ValueError(f"{w}: unknown model {model!r}; known: {', '.join(MODELS)}")
+        if model == "fdpa" and op not in FDPA_OPS:
+            raise ValueError(f"{w}: unknown op {op!r} for model fdpa; known: {', '.join(FDPA_OPS)}")
+        t = Theory(
+            id=e["id"], instructions=tuple(instrs), model=model, op=op, L=e.get("L"),
+            params=tuple(sorted(params.items())), status=e["status"], provenance=e["provenance"],
+            competes_with=tuple(cw), primary=e.get("primary", True), convert=e.get("convert", ""),
+            k_order=e.get("k_order", "natural"), accumulate=e.get("accumulate", "fused"),
+            note=e.get("note", ""), file=file,
+        )
+        _check_static(t, file)
+        out.append(t)
+    return out
+
+
+class TheorySet:
+    """A checked collection of theories, indexed by id and by instruction."""
+
+    def __init__(self, theories: Iterable[Theory], complete: bool = False):
+        self.by_id: dict[str, Theory] = {}
+        for t in theories:
+            if t.id in self.by_id:
+                raise ValueError(f"{t.file}: theory {t.id!r}: duplicate id (also in "
+                                 f"{self.by_id[t.id].file})")
+            self.by_id[t.id] = t
+        self._members: dict[str, list[str]] = {}      # theory id -> instruction names
+        self._by_instr: dict[str, list[str]] = {}     # instruction name -> theory ids
+        cat = isa.catalog()
+        for t in self.by_id.values():
+            w = _where(t.file, t.id)
+            names: list[str] = []
+            for p in t.instructions:
+                hit = _expand(p)
+                if not hit:
+                    hint = ""
+                    if not _is_pattern(p):
+                        try:
+                            isa.lookup(p)
+                            hint = " (write the catalog spelling " + repr(isa.lookup(p).name) + ")"
+                        except ValueError as e:
+                            hint = f" ({e})"
+                    raise ValueError(f"{w}: {p!r} matches no catalog instruction{hint}")
+                names.extend(hit)
+            names = list(dict.fromkeys(names))
+            for n in names:
+                _check_fit(t, cat[n])
+                self._by_instr.setdefault(n, []).append(t.id)
+            self._members[t.id] = names
+        for t in self.by_id.values():
+            w = _where(t.file, t.id)
+            for r in t.competes_with:
+                if r not in self.by_id:
+                    raise ValueError(f"{w}: competes_with names unknown theory {r!r}")
+                if t.id not in self.by_id[r].competes_with:
+                    raise ValueError(f"{w}: competes_with {r!r}, but {r!r} does not name "
+                                     f"{t.id!r} back")
+                if not set(self._members[t.id]) & set(self._members[r]):
+                    raise ValueError(f"{w}: competes_with {r!r}, but they share no instruction")
+        for n, ids in self._by_instr.items():
+            prim = [i for i in ids if self.by_id[i].primary]
+            if len(prim) > 1:
+                t = self.by_id[prim[1]]
+                raise ValueError(f"{_where(t.file, t.id)}: instruction {n} has two primary "
+                                 f"theories: {prim[0]!r} and {prim[1]!r} (mark rivals primary = false)")
+            if not prim:
+                t = self.by_id[ids[0]]
+                raise ValueError(f"{_where(t.file, t.id)}: instruction {n} has theories "
+                                 f"{ids} but none is primary")
+        if complete:
+            missing = [n for n in cat if n not in self._by_instr]
+            if missing:
+                raise ValueError(f"theories: {len(missing)} catalog instruction(s) have no theory, "
+                                 f"e.g. {', '.join(missing[:3])}")
+
+    def __iter__(self):
+        return iter(self.by_id.values())
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def __contains__(self, tid: str) -> bool:
+        return tid in self.by_id
+
+    def get(self, tid: str) -> Theory:
+        try:
+            return self.by_id[tid]
+        except KeyError:
+            import difflib
+            near = difflib.get_close_matches(tid, list(self.by_id), n=5, cutoff=0.3)
+            hint = f"; closest: {', '.join(near)}" if near else ""
+            raise ValueError(f"unknown theory {tid!r}{hint}") from None
+
+    def instructions_of(self, tid: str) -> list[str]:
+        """Catalog names a theory applies to."""
+        self.get(tid)
+        return list(self._members[tid])
+
+    def theories_for(self, instr: "Instruction | str") -> list[Theory]:
+        """All theories (primary first) that cover an instruction, unbound."""
+        ins = isa.lookup(instr) if isinstance(instr, str) else instr
+        ts = [self.by_id[i] for i in self._by_instr.get(ins.name, [])]
+        return sorted(ts, key=lambda t: not t.primary)
+
+    def resolve(self, instr: "Instruction | str", theory: "str | Theory | None" = None) -> Theory:
+        """The theory to evaluate an instruction with, bound to it: the primary one, or the
+        named one (which must cover the instruction, or is a Theory object that fits it)."""
+        ins = isa.lookup(instr) if isinstance(instr, str) else instr
+        if isinstance(theory, Theory):
+            return theory if theory.instr is not None and theory.instr.name == ins.name \
+                else theory.bind(ins)
+        ts = self.theories_for(ins)
+        if theory is None:
+            if not ts:
+                raise ValueError(f"no theory covers {ins.name}")
+            return ts[0].bind(ins)
+        t = self.get(theory)
+        if ins.name not in self._members[t.id]:
+            ids = ", ".join(x.id for x in ts) or "none"
+            raise ValueError(f"theory {theory!r} does not cover {ins.name}; theories for it: {ids}")
+        return t.bind(ins)
+
+
+def load(*paths: "str | Path", complete: bool | None = None) -> TheorySet:
+    """Load and check theory files (or directories of *.toml). Without arguments: the package's
+    theory directory, which must then cover the whole catalog (complete=True)."""
+    if not paths:
+        paths = (THEORY_DIR,)
+        complete = True if complete is None else complete
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files.extend(sorted(p.glob("*.toml")))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise ValueError(f"{p}: no such theory file or directory")
+    theories: list[Theory] = []
+    for f in files:
+        theories.extend(_parse_file(f))
+    return TheorySet(theories, complete=bool(complete))
+
+
+@functools.lru_cache(maxsize=1)
+def default() -> TheorySet:
+    """The package's theories (loaded and checked once per process)."""
+    return load()
+
+
+def resolve(instr: "Instruction | str", theory: "str | Theory | None" = None) -> Theory:
+    """Shortcut: default().resolve(...)."""
+    return default().resolve(instr, theory)
