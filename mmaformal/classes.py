@@ -38,13 +38,20 @@ _DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 def from_float(f: "fp.Format | str", x: np.ndarray, mode: str = "RNE") -> np.ndarray:
     """Round float64 values to format f (exactly, mode `mode`) and return the raw bits."""
     f = fp.fmt(f)
-    x = np.asarray(x, dtype=np.float64)
-    bits = x.view(np.uint64)
-    u = fp.decode("f64", NUMPY.lift(bits.astype(object) if False else bits, 64))
-    out = fp.round_to(f, u.sign, u.exp - 52, u.sig, mode, overflow="saturate")
-    v = np.asarray(out.v)
-    v = np.where(np.isfinite(x), v, 0)
-    return np.broadcast_to(v, x.shape).astype(np.uint64).astype(_DT[f.storage])
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = np.where(np.isfinite(x), x, 0.0)
+    bits = x.reshape(-1).view(np.uint64)
+
+    def conv(K, v):
+        u = fp.decode("f64", v)
+        return fp.round_to(f, u.sign, u.exp - 52, u.sig, mode, overflow="saturate")
+    try:
+        from . import compile as C
+        kern = C.compile_kernel(conv, [64], [f.storage], key=("from_float", f.name, mode))
+        (out,) = kern(bits)
+    except Exception:  # no C compiler: the numpy back-end computes the same definition
+        out = np.asarray(conv(NUMPY, NUMPY.lift(bits, 64)).v).astype(np.uint64)
+    return out.astype(_DT[f.storage]).reshape(x.shape)
 
 
 def _bits(f: fp.Format, shape, rng) -> np.ndarray:

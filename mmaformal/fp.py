@@ -376,6 +376,11 @@ def _zero_sign(sa: Bool, sb: Bool, fl) -> Bool:
 
 def _nan_out(f: Format, nan: "str | int", ops: list[Unpacked]) -> BV:
     K = ops[0].sign.k
+    if f.nan == "none":
+        # e3m2/e2m3/e2m1: no NaN and no Inf input exists and overflow saturates, so no NaN
+        # result can occur; the overlay never selects this constant. (Bug fixed: add/mul/fma
+        # raised ValueError for these formats.)
+        return K.const(0, f.storage, False)
     if nan == "propagate":
         out = K.const(default_nan(f), f.storage, False)
         for u in reversed(ops):
@@ -388,7 +393,8 @@ def _nan_out(f: Format, nan: "str | int", ops: list[Unpacked]) -> BV:
 
 def _overlay(f: Format, finite: BV, nan: Bool, nan_bits: BV, inf: Bool, inf_sign: Bool) -> BV:
     K = finite.k
-    infc = _place(f, K.const(f.inf_code, f.k, False)) if f.inf else K.const(default_nan(f), f.storage, False)
+    infc = _place(f, K.const(f.inf_code, f.k, False)) if f.inf else \
+        K.const(default_nan(f) if f.nan != "none" else 0, f.storage, False)  # no Inf input: unused
     infb = ite(inf_sign, infc | _place(f, K.const(f.sign_bit, f.k, False)) if f.inf else infc, infc)
     return ite(nan, nan_bits, ite(inf, infb, finite))
 

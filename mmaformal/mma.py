@@ -88,7 +88,11 @@ def _read(f: Format, x: BV, tf32_round: str) -> Unpacked:
     if f.name == "tf32" and tf32_round != "RZ":
         u32 = decode("f32", x)
         x = round_to("tf32", u32.sign, u32.exp - 23, u32.sig, tf32_round)
-        x = ite(u32.nan | u32.inf, x.k.const(0, 32, False) | (u32.bits & 0xFFFFE000), x)
+        # Inf stays Inf; a NaN stays a NaN (quiet bit 22 set: bits & 0xFFFFE000 alone turned
+        # an f32 NaN whose payload lies in the low 13 bits, e.g. 0x7F800001, into Inf).
+        special = (u32.bits & 0xFFFFE000) | ite(u32.nan, x.k.const(0x00400000, 32, False),
+                                                x.k.const(0, 32, False))
+        x = ite(u32.nan | u32.inf, special, x)
     return decode(f, x)
 
 
@@ -335,9 +339,14 @@ def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], 
         e = ua.exp.resize(ew) + ub.exp.resize(ew)
         # value = P * 2^(lo_e - fbp) * sa * 2^(ea - t) * sb * 2^(eb - t)
         fbt = prods[0].fb + 2 * fsf.t - lo_e
-        terms.append(Term(P < 0, e, sig, fbt, (P == 0) | ua.zero | ub.zero,
+        # Sign of the group term: that of P; an exactly zero P is -0 only when every product
+        # of the group is -0 (IEEE sum of zeros), so the sign-of-zero rule of the fused sum
+        # sees it. (Bug fixed: allz was computed but unused, so such a group counted as +0
+        # and e.g. all -0 products with c = -0 gave +0 instead of -0.)
+        # An Inf group (inputs with Inf, e.g. e5m2) takes the sign of its Inf products.
+        sign = ite(ip, False, ite(ineg, True, ite(P == 0, allz, P < 0)))
+        terms.append(Term(sign, e, sig, fbt, (P == 0) | ua.zero | ub.zero,
                           ip | ineg, nan_g | (ip & ineg) | ua.nan | ub.nan))
-        terms[-1]._allz = allz                  # type: ignore[attr-defined]
     terms.append(operand(decode(fc, c)))
     return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow)
 

@@ -197,3 +197,130 @@ def oracle_equal(name: str, got: int, want) -> bool:
 
 def hexs(xs) -> list[str]:
     return [hex(int(x)) for x in xs]
+
+
+# ------------------------------------------------------------------------------------------
+# Input classes of the FDPA tests (CLFP classes of seed 002 sec. 3, plus adversarial ones)
+# ------------------------------------------------------------------------------------------
+
+#: The input classes every FDPA configuration is checked on.
+FDPA_KINDS = ("random", "sparse", "subnormal", "finite", "special", "cancel", "swamp", "ties")
+
+
+def _product_exps(rng, fa: str, fb: str, target):
+    """Exps (ea, eb) of a and b with ea + eb = target where possible (clipped to range)."""
+    lo_a, hi_a = exp_range(fa)
+    lo_b, hi_b = exp_range(fb)
+    t = np.clip(target, lo_a + lo_b, hi_a + hi_b)
+    ea = np.clip(t - rng.integers(lo_b, hi_b + 1, t.shape[0]), lo_a, hi_a)
+    ea = np.minimum(np.maximum(ea, t - hi_b), t - lo_b)
+    return ea, t - ea
+
+
+def fdpa_inputs(rng, fa: str, fb: str, fc: str, L: int, n: int, kind: str, F: int = 24):
+    """n dot products of length L in class `kind`: (A, B, C), A and B lists of L code arrays.
+
+    random/sparse/subnormal/finite/special: per-element classes (see the generators above).
+    cancel: c = -(sum a_k b_k) rounded to fc, so the fused sum cancels massively.
+    swamp: one product near the top of the range, the others and c 2^(F-4)..2^(F+30) below.
+    ties: product 0 is a power of two at e0, the other terms sit at e0 - F + (-2..2) with few
+          significant bits, so aligned terms fall exactly on (or next to) the truncation point
+          2^(e0 - F) and the output rounding sees exact ties.
+    """
+    if kind in ("random", "sparse", "subnormal", "finite", "special", "cancel"):
+        g = {"random": random_codes, "sparse": sparse_codes, "subnormal": subnormal_codes,
+             "finite": finite_codes, "cancel": finite_codes,
+             "special": lambda r, f, m: special_mix(r, f, m, 0.15)}[kind]
+        A = [g(rng, fa, n) for _ in range(L)]
+        B = [g(rng, fb, n) for _ in range(L)]
+        C = special_mix(rng, fc, n, 0.3) if kind == "special" else \
+            finite_codes(rng, fc, n, spread=8) if kind == "cancel" else g(rng, fc, n)
+        if kind == "cancel":
+            C = cancelling_c(A, B, C, fa, fb, fc)
+        return A, B, C
+    lo_a, hi_a = exp_range(fa)
+    lo_b, hi_b = exp_range(fb)
+    lo, hi = lo_a + lo_b, hi_a + hi_b
+    if kind == "ties":
+        e0 = rng.integers(min(lo + F + 4, hi - 2), max(hi - 1, lo + F + 5), n)
+        tgts = [e0] + [e0 - F + rng.integers(-2, 3, n) for _ in range(L - 1)]
+        sigs = ["one"] + ["few"] * (L - 1)
+        ec = e0 - F + rng.integers(-3, 3, n)
+    elif kind == "swamp":
+        e0 = rng.integers(hi - 6, hi + 1, n)
+        tgts = [e0] + [e0 - rng.integers(max(F - 4, 0), F + 30, n) for _ in range(L - 1)]
+        sigs = ["random"] + ["few"] * (L - 1)
+        ec = e0 - rng.integers(0, 40, n)
+    else:
+        raise ValueError(f"unknown input class {kind!r}")
+    perm = rng.permutation(L)          # the big / reference product is not always position 0
+    A, B = [None] * L, [None] * L
+    for k in range(L):
+        ea, eb = _product_exps(rng, fa, fb, tgts[k])
+        A[perm[k]] = exp_codes(rng, fa, ea, sigs[k])
+        B[perm[k]] = exp_codes(rng, fb, eb, sigs[k])
+    lo_c, hi_c = exp_range(fc)
+    C = exp_codes(rng, fc, np.clip(ec, lo_c, hi_c), "few")
+    return A, B, C
+
+
+def cancelling_c(A, B, C, fa: str, fb: str, fc: str):
+    """c = -(sum a_k b_k) rounded (RNE) to fc, by the oracle; C kept where the sum is not finite."""
+    from fractions import Fraction
+    out = []
+    for i in range(len(C)):
+        s = Fraction(0)
+        ok = True
+        for a, b in zip(A, B):
+            x, y = X.decode(fa, int(a[i])), X.decode(fb, int(b[i]))
+            if isinstance(x, tuple) and x[0] != "zero" or isinstance(y, tuple) and y[0] != "zero":
+                ok = False
+                break
+            s += X._val(x) * X._val(y)
+        r = X.round_to(fc, -s, "RNE") if ok else int(C[i])
+        out.append(int(C[i]) if is_nan_bits(fc, r) or X._is_inf(X.decode(fc, r)) else r)
+    return np.array(out, dtype=C.dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# Oracle calls, optionally on a second core (fork pool; the oracle is pure Python)
+# ------------------------------------------------------------------------------------------
+
+_REGISTRY: dict = {}
+
+
+def _run_chunk(task):
+    key, chunk = task
+    fn = _REGISTRY[key]
+    return [fn(*args) for args in chunk]
+
+
+def oracle_map(fn, arglist: list, chunk: int = 2000) -> list:
+    """[fn(*args) for args in arglist], on up to MMAFORMAL_TEST_PROCS (default: 2, or the
+    number of CPUs if fewer) forked processes when the list is long. fn may be a closure: it
+    reaches the children through fork, not through pickling."""
+    procs = int(os.environ.get("MMAFORMAL_TEST_PROCS", min(2, os.cpu_count() or 1)))
+    if procs <= 1 or len(arglist) < 2 * chunk:
+        return [fn(*args) for args in arglist]
+    import multiprocessing as mp
+    key = len(_REGISTRY)
+    _REGISTRY[key] = fn
+    try:
+        tasks = [(key, arglist[i:i + chunk]) for i in range(0, len(arglist), chunk)]
+        with mp.get_context("fork").Pool(procs) as pool:
+            parts = pool.map(_run_chunk, tasks)
+    finally:
+        del _REGISTRY[key]
+    return [r for p in parts for r in p]
+
+
+def lanes(arrays, i):
+    """The i-th element of every array, as Python ints."""
+    return [int(a[i]) for a in arrays]
+
+
+def mismatches(out_fmt: str, got, want, describe, limit: int = 5) -> tuple[int, list]:
+    """Count core/oracle disagreements and describe the first few (describe(i) -> str)."""
+    bad = [i for i, w in enumerate(want) if not oracle_equal(out_fmt, got[i], w)]
+    return len(bad), [f"{describe(i)} core={hex(int(got[i]))} oracle="
+                      f"{want[i] if want[i] == X.NAN else hex(want[i])}" for i in bad[:limit]]

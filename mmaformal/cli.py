@@ -1,0 +1,413 @@
+"""Layer 5 front end, cli: the ``mmaformal`` command (also ``python -m mmaformal``).
+
+May import: every layer below (lazily where a verb needs it; never z3 on the simulate path).
+
+Verbs (``--json`` on each prints one machine-readable value; bit patterns as hex strings):
+
+    mmaformal list [PATTERN]            architectures, instructions, theories and statuses
+    mmaformal simulate INSTR --a A.npy --b B.npy --c C.npy [--scale-a SA.npy --scale-b SB.npy]
+                         --out D.npy [--theory ID]
+    mmaformal compare --a=V,V,.. --b=V,.. --c=V [INSTR|PATTERN ...]
+    mmaformal explain INSTR --a V,.. --b V,.. --c V [--scale-a V,..] [--scale-b V,..] [--theory ID]
+
+Values (compare, explain): decimal or rational literals (-0.5, 1e-3, 1/3 is rejected unless
+exact), inf, -inf, nan, -0, or raw bits ``0x3C00``. In compare, ``0x...`` bits are read in each
+instruction's own operand format (instructions where they do not fit are excluded) and
+``0x...:FMT`` is the value of those bits in format FMT. Use ``--a=...`` (with '=') when the
+first value is negative.
+
+Exit codes: 0 success; 2 bad input or usage, with one line on stderr and no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (raised to main)
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+    p = _Parser(prog="mmaformal", description="Formal, bit-exact models of GPU matrix-multiply-"
+                "accumulate arithmetic: list, simulate, compare, explain.")
+    p.add_argument("--version", action="version", version=f"mmaformal {__version__}")
+    sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub.required = True
+
+    q = sub.add_parser("list", help="architectures, instructions, theories, statuses")
+    q.add_argument("pattern", nargs="?", help="instruction name pattern (fnmatch or substring; "
+                   "also matched against theory ids); without it: architectures and theories")
+    q.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("simulate", help="run an instruction on .npy raw-bit tiles")
+    q.add_argument("instr")
+    q.add_argument("--a", required=True, metavar="A.npy", help="A (..., M, K) raw bits")
+    q.add_argument("--b", required=True, metavar="B.npy", help="B (..., K, N) raw bits")
+    q.add_argument("--c", required=True, metavar="C.npy", help="C (..., M, N) raw bits")
+    q.add_argument("--scale-a", metavar="SA.npy", help="block scales of A (..., M, K/scale_block)")
+    q.add_argument("--scale-b", metavar="SB.npy", help="block scales of B (..., K/scale_block, N)")
+    q.add_argument("--out", required=True, metavar="D.npy")
+    q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
+    q.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("compare", help="one dot product through many instructions")
+    q.add_argument("instr", nargs="*", metavar="INSTR",
+                   help="names or patterns (default: one representative per (arch, family, "
+                        "operand formats, output format, scale format, primary theory))")
+    q.add_argument("--a", required=True, help="comma-separated values (use --a=...)")
+    q.add_argument("--b", required=True, help="comma-separated values")
+    q.add_argument("--c", required=True, help="one value")
+    q.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("explain", help="white-box trace of one dot product")
+    q.add_argument("instr")
+    q.add_argument("--a", required=True, help="comma-separated raw bits (0x..) or values")
+    q.add_argument("--b", required=True)
+    q.add_argument("--c", required=True)
+    q.add_argument("--scale-a", help="scale raw bits per K-block (default 1.0)")
+    q.add_argument("--scale-b")
+    q.add_argument("--theory", metavar="ID")
+    q.add_argument("--json", action="store_true")
+    return p
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=1))
+
+
+# --------------------------------------------------------------------------------------------
+# list
+
+
+def _cmd_list(args) -> int:
+    from . import isa
+    from . import theory as T
+    ts = T.default()
+    if not args.pattern:
+        archs = []
+        rev = {v: k for k, v in isa.ALIASES.items()}
+        for a in isa.ARCHS:
+            n = len(isa.instructions(arch=a))
+            archs.append({"arch": a, "alias": rev.get(a, ""), "vendor": isa.VENDOR_OF[a],
+                          "instructions": n,
+                          "theories": sorted(t.id for t in ts if any(x.startswith(a + "/") for x in ts.instructions_of(t.id)))})
+        order = {a: i for i, a in enumerate(isa.ARCHS)}
+        theories = [_theory_row(ts, t) for t in
+                    sorted(ts, key=lambda t: order.get(t.id.split(".")[0], len(order)))]
+        if args.json:
+            _print_json({"architectures": archs, "theories": theories})
+            return 0
+        print(f"{'arch':<8} {'alias':<14} {'vendor':<7} instructions  theories")
+        for a in archs:
+            print(f"{a['arch']:<8} {a['alias']:<14} {a['vendor']:<7} {a['instructions']:>12}  {len(a['theories'])}")
+        print()
+        print(f"{'theory':<34} {'status':<12} {'primary':<8} {'instrs':>6}  model")
+        for t in theories:
+            print(f"{t['id']:<34} {t['status']:<12} {str(t['primary']).lower():<8} "
+                  f"{t['instructions']:>6}  {t['model']}")
+        return 0
+    pat = args.pattern
+    ins = isa.instructions(pat)
+    import fnmatch
+    idpat = pat if any(ch in pat for ch in "*?[") else f"*{pat}*"
+    tids = {t.id for t in ts if fnmatch.fnmatchcase(t.id, idpat)}
+    rows = []
+    for i in ins:
+        th = ts.theories_for(i)
+        tids.update(t.id for t in th)
+        prim = th[0] if th and th[0].primary else None
+        rows.append({"instruction": i.name, "arch": i.arch, "shape": [i.m, i.n, i.k],
+                     "a": i.a, "b": i.b, "c": i.c, "d": i.d, "scale": i.scale,
+                     "theory": prim.id if prim else None, "status": prim.status if prim else None,
+                     "rivals": [t.id for t in th if not t.primary]})
+    if not rows and not tids:
+        raise ValueError(f"nothing matches {pat!r} (instructions or theory ids)")
+    theories = [_theory_row(ts, ts.get(t)) for t in sorted(tids)]
+    if args.json:
+        _print_json({"pattern": pat, "instructions": rows, "theories": theories})
+        return 0
+    for r in rows:
+        riv = f"  rivals: {', '.join(r['rivals'])}" if r["rivals"] else ""
+        print(f"{r['instruction']:<70} {r['theory']} [{r['status']}]{riv}")
+    if theories:
+        if rows:
+            print()
+        for t in theories:
+            print(f"{t['id']:<34} {t['status']:<12} primary={str(t['primary']).lower():<5} {t['model']}")
+    return 0
+
+
+def _theory_row(ts, t) -> dict:
+    return {"id": t.id, "status": t.status, "primary": t.primary, "model": t.describe(),
+            "instructions": len(ts.instructions_of(t.id)), "competes_with": list(t.competes_with),
+            "provenance": t.provenance, "file": t.file, "hash": t.hash()}
+
+
+# --------------------------------------------------------------------------------------------
+# simulate
+
+
+def _load_npy(path: str, what: str):
+    import numpy as np
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{what}: no such file {path!r}") from None
+    except Exception as e:  # not an .npy file, pickled data, truncated file ...
+        raise ValueError(f"{what}: cannot read {path!r} as .npy ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+
+def _cmd_simulate(args) -> int:
+    import numpy as np
+    from . import isa
+    from . import theory as T
+    from .simulate import simulate
+    ins = isa.lookup(args.instr)
+    th = T.default().resolve(ins, args.theory)
+    A = _load_npy(args.a, "--a")
+    B = _load_npy(args.b, "--b")
+    C = _load_npy(args.c, "--c")
+    SA = _load_npy(args.scale_a, "--scale-a") if args.scale_a else None
+    SB = _load_npy(args.scale_b, "--scale-b") if args.scale_b else None
+    t0 = time.perf_counter()
+    D = simulate(ins, A, B, C, SA, SB, theory=th)
+    dt = time.perf_counter() - t0
+    out = Path(args.out)
+    try:
+        np.save(out, D)
+    except OSError as e:
+        raise ValueError(f"--out: cannot write {args.out!r}: {e.strerror or e}") from None
+    written = str(out) if out.suffix == ".npy" else str(out) + ".npy"
+    info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
+            "shape": list(D.shape), "dtype": D.dtype.name, "dot_products": int(D.size),
+            "seconds": round(dt, 6)}
+    if args.json:
+        _print_json(info)
+    else:
+        print(f"{ins.name}: wrote {written} {tuple(D.shape)} {D.dtype.name} "
+              f"({D.size} dot products, theory {th.id} [{th.status}], {dt:.3f} s)")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+
+
+def _tokens(text: str, what: str) -> list[str]:
+    toks = [t.strip() for t in text.split(",")]
+    if not toks or any(t == "" for t in toks):
+        raise ValueError(f"{what}: expected comma-separated values, got {text!r}")
+    return toks
+
+
+def _compare_value(tok: str, fmt_name: str):
+    """(bits, None) or (None, why-not) for one compare token in one operand format."""
+    from . import fp
+    from .simulate import bits_of, parse_value, value_of
+    if tok.lower().startswith(("0x", "-0x")) or ":" in tok:
+        raw, _, src = tok.partition(":")
+        try:
+            x = int(raw, 16)
+        except ValueError:
+            raise ValueError(f"not raw bits: {tok!r}") from None
+        if x < 0:
+            raise ValueError(f"raw bits cannot be negative: {tok!r}")
+        if src:
+            f = fp.fmt(src.strip())
+            if x >> (f.k + f.pad):
+                raise ValueError(f"{tok!r}: {hex(x)} does not fit format {f.name}")
+            v = value_of(x, f.name)
+        else:
+            f = fp.fmt(fmt_name)
+            if x >> (f.k + f.pad):
+                return None, f"{tok} does not fit {fmt_name} ({f.k + f.pad} bits)"
+            return x, None
+    else:
+        v = parse_value(tok)
+    bits = bits_of(v, fmt_name)
+    if bits is None:
+        return None, f"{tok} is not exactly representable in {fmt_name}"
+    return bits, None
+
+
+def _representatives(instrs):
+    from . import theory as T
+    ts = T.default()
+    best = {}
+    for i in instrs:
+        th = ts.theories_for(i)
+        key = (i.arch, i.family, i.a, i.b, i.c, i.d, i.scale, th[0].id if th else "")
+        cur = best.get(key)
+        if cur is None or i.k > cur.k:
+            best[key] = i
+    return list(best.values())
+
+
+def _cmd_compare(args) -> int:
+    from . import isa
+    from . import theory as T
+    from .bits import INT
+    from .simulate import decimal, value_of
+    from . import fp
+    a_t, b_t, c_t = _tokens(args.a, "--a"), _tokens(args.b, "--b"), _tokens(args.c, "--c")
+    if len(c_t) != 1:
+        raise ValueError(f"--c: expected one value, got {len(c_t)}")
+    if len(a_t) != len(b_t):
+        raise ValueError(f"--a has {len(a_t)} values, --b has {len(b_t)}")
+    # check the syntax of every token once (a malformed value is a usage error, not an exclusion)
+    for tok in a_t + b_t + c_t:
+        _compare_value(tok, "f64")
+    if args.instr:
+        instrs = []
+        for name in args.instr:
+            if any(ch in name for ch in "*?["):
+                hit = isa.instructions(name)
+                if not hit:
+                    raise ValueError(f"pattern {name!r} matches no instruction")
+                instrs.extend(_representatives(hit))
+            else:
+                instrs.append(isa.lookup(name))
+        how = "as named" if not any(any(ch in n for ch in "*?[") for n in args.instr) else \
+            "patterns reduced to one representative per (arch, family, a, b, c, d, scale, primary theory), largest K"
+    else:
+        instrs = _representatives(isa.catalog().values())
+        how = "one representative per (arch, family, a, b, c, d, scale, primary theory), largest K"
+    ts = T.default()
+    results = []
+    for ins in instrs:
+        why = None
+        if len(a_t) > ins.k:
+            why = f"K = {ins.k} < {len(a_t)} values"
+        vals = {}
+        for role, toks, f in (("a", a_t, ins.a), ("b", b_t, ins.b), ("c", c_t, ins.c)):
+            if why:
+                break
+            bits = []
+            for n, tok in enumerate(toks):
+                x, w = _compare_value(tok, f)
+                if w:
+                    why = f"{role}[{n}]: {w}" if role != "c" else f"c: {w}"
+                    break
+                bits.append(x)
+            vals[role] = bits
+        if why:
+            results.append({"instruction": ins.name, "output": None, "value": None, "excluded": why})
+            continue
+        th = ts.resolve(ins)
+        K = ins.k
+        wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+        a = [INT.const(x, wa, False) for x in vals["a"]] + [INT.const(0, wa, False)] * (K - len(a_t))
+        b = [INT.const(x, wb, False) for x in vals["b"]] + [INT.const(0, wb, False)] * (K - len(b_t))
+        sc = None
+        if ins.scale:  # scale factors 1.0
+            one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
+            sc = [INT.const(one, 8, False)] * (K // ins.scale_block)
+        try:
+            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc)
+        except ValueError as e:  # a theory the current mma cannot evaluate
+            results.append({"instruction": ins.name, "output": None, "value": None,
+                            "excluded": f"theory {th.id}: {e}"})
+            continue
+        bits = int(d.v)
+        results.append({"instruction": ins.name, "theory": th.id, "status": th.status,
+                        "output": f"0x{bits:0{fp.fmt(ins.d).storage // 4}X}",
+                        "value": decimal(value_of(bits, ins.d))})
+    if args.json:
+        _print_json(results)
+        return 0
+    print(f"a = ({', '.join(a_t)})  b = ({', '.join(b_t)})  c = {c_t[0]}  (padded with zeros to K; "
+          f"scales 1.0; instructions: {how})")
+    done = [r for r in results if r["output"] is not None]
+    excl = [r for r in results if r["output"] is None]
+    w = max((len(r["instruction"]) for r in done), default=20)
+    for r in done:
+        print(f"{r['instruction']:<{w}}  {r['output']:<18}  {r['value']:<24}  {r['theory']}")
+    if excl:
+        print(f"excluded ({len(excl)}):")
+        for r in excl:
+            print(f"  {r['instruction']}: {r['excluded']}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# explain
+
+
+def _explain_bits(text: str, fmt_name: str, what: str) -> list[int]:
+    from .simulate import bits_of, parse_value
+    out = []
+    for tok in _tokens(text, what):
+        if tok.lower().startswith("0x"):
+            try:
+                out.append(int(tok, 16))
+            except ValueError:
+                raise ValueError(f"{what}: not raw bits: {tok!r}") from None
+            continue
+        v = parse_value(tok)
+        x = bits_of(v, fmt_name)
+        if x is None:
+            raise ValueError(f"{what}: {tok} is not exactly representable in {fmt_name}")
+        out.append(x)
+    return out
+
+
+def _cmd_explain(args) -> int:
+    from . import isa
+    from .explain import explain, render
+    ins = isa.lookup(args.instr)
+    a = _explain_bits(args.a, ins.a, "--a")
+    b = _explain_bits(args.b, ins.b, "--b")
+    c = _explain_bits(args.c, ins.c, "--c")
+    if len(c) != 1:
+        raise ValueError(f"--c: expected one value, got {len(c)}")
+    sa = sb = None
+    if args.scale_a or args.scale_b:
+        if not ins.scale:
+            raise ValueError(f"{ins.name} is not block-scaled: no --scale-a/--scale-b")
+        sa = _explain_bits(args.scale_a, ins.scale, "--scale-a") if args.scale_a else None
+        sb = _explain_bits(args.scale_b, ins.scale, "--scale-b") if args.scale_b else None
+    rep = explain(ins, a, b, c[0], sa, sb, theory=args.theory)
+    if args.json:
+        _print_json(rep)
+    else:
+        print(render(rep))
+    return 0
+
+
+_VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
+          "explain": _cmd_explain}
+
+
+def main(argv=None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return _VERBS[args.verb](args)
+    except BrokenPipeError:  # e.g. `mmaformal list | head`
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (UsageError, ValueError, OSError, OverflowError) as e:
+        msg = " ".join(str(e).split()) or type(e).__name__
+        if not msg.startswith("mmaformal"):
+            msg = "mmaformal: error: " + msg
+        print(msg, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mmaformal: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

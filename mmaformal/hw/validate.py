@@ -1,0 +1,157 @@
+"""Validation campaigns: random dot products of the CLFP classes on the GPU and in `simulate`,
+compared bit for bit (NaN bits and signed zeros included). Layer 5 front end (hw).
+
+    python3 -m mmaformal.hw.validate INSTR [INSTR ...] --tests N [--classes a,b] [--seed S]
+                                     [--out DIR] [--sample K]
+
+For each instruction: the layout self-check runs first (a failure stops the campaign); then
+for each input class, tiles are generated (mmaformal.classes), run on the GPU
+(mmaformal.hw.runner.run) and in mmaformal.simulate, and compared. Mismatching dot products
+are saved as counterexamples with the hardware output and the device, driver, nvcc and date;
+a sample of every class (inputs and hardware outputs) is saved so the tests can replay it
+without a GPU.
+
+May import: numpy, mmaformal.classes, mmaformal.isa, mmaformal.hw.runner, mmaformal.simulate.
+Invariant: what is recorded is what was run and seen; nothing is written for a class whose
+GPU run did not complete.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from .. import classes as C
+from .. import isa
+
+__all__ = ["campaign", "main"]
+
+_DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _hex(v) -> str:
+    return hex(int(v))
+
+
+def _progress(msg: str) -> None:
+    sys.stderr.write("\r" + msg[:120].ljust(120))
+    sys.stderr.flush()
+
+
+def _tiles(klass, ins, T, rng):
+    M, N, K = ins.m, ins.n, ins.k
+    a, _, _ = C.generate(klass, ins.a, ins.b, ins.c, K, T * M, rng)
+    _, b, _ = C.generate(klass, ins.a, ins.b, ins.c, K, T * N, rng)
+    _, _, c = C.generate(klass, ins.a, ins.b, ins.c, K, T * M * N, rng)
+    A = a.reshape(T, M, K)
+    B = np.ascontiguousarray(b.reshape(T, N, K).transpose(0, 2, 1))
+    Cm = c.reshape(T, M, N)
+    return A, B, Cm
+
+
+def _sim_parallel(simulate, name, A, B, Cm, workers):
+    if workers <= 1 or len(A) < 2 * workers:
+        return simulate(name, A, B, Cm)
+    parts = np.array_split(np.arange(len(A)), workers)
+    with ThreadPoolExecutor(workers) as ex:
+        outs = list(ex.map(lambda idx: simulate(name, A[idx], B[idx], Cm[idx]), parts))
+    return np.concatenate(outs)
+
+
+def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,
+             sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20) -> dict:
+    from . import runner
+    from .. import simulate as S
+
+    ins = isa.lookup(name)
+    name = ins.name
+    ok, msg = runner.layout_selfcheck(name)
+    if not ok:
+        raise RuntimeError(f"{name}: layout self-check failed, campaign stopped: {msg}")
+    info = runner.device_info()
+    workers = workers or max(1, min(16, __import__("os").cpu_count() or 1))
+    rng = np.random.default_rng(seed)
+    per_class = -(-tests // len(klasses))
+    dots_per_tile = ins.m * ins.n
+    res = {"instruction": name, "tests": 0, "mismatches": 0, "classes": {}, "device": info,
+           "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "seed": seed, "theory": S.theory_for(name).id if hasattr(S, "theory_for") else None,
+           "layout_selfcheck": msg}
+    t_gen = t_gpu = t_sim = 0.0
+    cex, samples = [], {}
+    for klass in klasses:
+        done = mism = 0
+        while done < per_class:
+            T = max(1, min(per_class - done, chunk_dots) // dots_per_tile)
+            t0 = time.perf_counter()
+            A, B, Cm = _tiles(klass, ins, T, rng)
+            t1 = time.perf_counter()
+            D = runner.run(name, A, B, Cm)
+            t2 = time.perf_counter()
+            Dsim = _sim_parallel(S.simulate, name, A, B, Cm, workers)
+            t3 = time.perf_counter()
+            t_gen += t1 - t0
+            t_gpu += t2 - t1
+            t_sim += t3 - t2
+            bad = np.nonzero(D != Dsim)
+            mism += len(bad[0])
+            for t, i, j in list(zip(*bad))[: max(0, max_cex - sum(1 for x in cex if x["class"] == klass))]:
+                cex.append({"class": klass, "a": [_hex(x) for x in A[t, i, :]], "b": [_hex(x) for x in B[t, :, j]],
+                            "c": _hex(Cm[t, i, j]), "hardware": _hex(D[t, i, j]), "simulated": _hex(Dsim[t, i, j])})
+            if klass not in samples:
+                k = max(1, min(T, -(-sample // dots_per_tile)))
+                samples[klass] = (A[:k].copy(), B[:k].copy(), Cm[:k].copy(), D[:k].copy())
+            done += T * dots_per_tile
+            _progress(f"{name} {klass}: {done:,}/{per_class:,} dots, {mism} mismatches")
+        res["classes"][klass] = {"tests": done, "mismatches": int(mism)}
+        res["tests"] += done
+        res["mismatches"] += int(mism)
+    sys.stderr.write("\n")
+    res["seconds"] = {"generate": round(t_gen, 2), "gpu": round(t_gpu, 3), "simulate": round(t_sim, 2)}
+    res["rates"] = {"gpu_dots_per_s": round(res["tests"] / max(t_gpu, 1e-9)),
+                    "simulate_dots_per_s": round(res["tests"] / max(t_sim, 1e-9)),
+                    "simulate_workers": workers}
+    res["counterexamples"] = cex
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stem = name.replace("/", "_")
+        (out_dir / f"{stem}.json").write_text(json.dumps(res, indent=1) + "\n")
+        arrays = {}
+        for klass, (A, B, Cm, D) in samples.items():
+            arrays.update({f"{klass}.a": A, f"{klass}.b": B, f"{klass}.c": Cm, f"{klass}.d": D})
+        np.savez_compressed(out_dir / f"{stem}.npz", **arrays)
+    return res
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Validate instructions on the GPU against their theories.")
+    p.add_argument("instructions", nargs="+")
+    p.add_argument("--tests", type=int, default=1_000_000)
+    p.add_argument("--classes", default=",".join(C.CLASSES))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path)
+    p.add_argument("--sample", type=int, default=512)
+    p.add_argument("--workers", type=int, default=0)
+    a = p.parse_args(argv)
+    rc = 0
+    print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
+    for name in a.instructions:
+        r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample, workers=a.workers)
+        print(f"{r['instruction']:44s} {r['tests']:11,d} {r['mismatches']:9,d} "
+              f"{r['rates']['gpu_dots_per_s']:12,d} {r['rates']['simulate_dots_per_s']:12,d}", flush=True)
+        for k, v in r["classes"].items():
+            if v["mismatches"]:
+                print(f"    {k:10s} {v['mismatches']:,} of {v['tests']:,}")
+        rc |= int(r["mismatches"] > 0)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

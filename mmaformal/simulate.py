@@ -1,0 +1,294 @@
+"""Layer 5 front end, simulate: run any catalog instruction bit-exactly on the CPU.
+
+May import: numpy, mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits (never z3:
+this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays).
+
+``simulate(instr, a, b, c, scale_a=None, scale_b=None, theory=None)`` computes D = A*B + C with
+the instruction's primary theory (or a named one) on the numpy back-end: every element of every
+tile at once, in chunks of lanes so memory stays bounded. All evaluation goes through
+``Theory.dot``.
+
+Array contract (DESIGN.md): raw bits as unsigned integers of the format's storage width (uint8 for
+formats of 8 bits or less, one element per byte, fp6 in the low 6 bits, fp4 in the low 4; uint16;
+uint32, also for tf32; uint64). Also accepted: numpy float16/float32/float64 and ml_dtypes arrays,
+read by bit reinterpretation when their type is the format's own, otherwise cast and checked to
+be exact (never rounded through host floats).
+
+Shapes: A (..., M, K), B (..., K, N), C (..., M, N) with (M, N, K) the instruction's shape;
+leading batch dimensions broadcast. Block-scaled instructions (``scale_block`` elements of K
+share a scale): scale_a (..., M, K / scale_block), scale_b (..., K / scale_block, N), raw bits
+of the scale format (uint8). D (batch..., M, N) is returned as raw bits of the D format. AMD
+multi-block forms (``blocks`` > 1) compute independent blocks: pass them as a batch dimension.
+
+Invariant: inputs are validated before any arithmetic (unknown instruction -> closest names;
+shape, dtype width and bits above a narrow format's width -> ValueError naming expected vs got).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from . import fp, isa
+from . import theory as _theory
+from .bits import INT, NUMPY
+from .isa import Instruction
+
+__all__ = ["simulate", "as_bits", "storage_dtype", "value_of", "bits_of", "decimal",
+           "parse_value", "DEFAULT_CHUNK"]
+
+#: Lanes (dot products) per numpy pass: large enough to amortise the per-operation Python
+#: overhead, small enough that the peak memory stays ~100-200 MB whatever the input size.
+DEFAULT_CHUNK = 1 << 15
+
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+#: The host float type whose bits *are* the format (numpy or ml_dtypes dtype name).
+_NATIVE = {
+    "f64": "float64", "f32": "float32", "tf32": "float32", "f16": "float16",
+    "bf16": "bfloat16", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
+    "e4m3fnuz": "float8_e4m3fnuz", "e5m2fnuz": "float8_e5m2fnuz", "e3m2": "float6_e3m2fn",
+    "e2m3": "float6_e2m3fn", "e2m1": "float4_e2m1fn", "ue8m0": "float8_e8m0fnu",
+}
+
+
+def storage_dtype(fmt_name: str) -> np.dtype:
+    return np.dtype(_UINT[fp.fmt(fmt_name).storage])
+
+
+def _float_type(name: str):
+    if name in ("float16", "float32", "float64"):
+        return np.dtype(name)
+    import ml_dtypes
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+def as_bits(x: Any, fmt_name: str, role: str = "operand", where: str = "") -> np.ndarray:
+    """The raw storage bits of x in format `fmt_name` (see the module docstring), validated."""
+    f = fp.fmt(fmt_name)
+    want = storage_dtype(fmt_name)
+    pre = f"{where}: " if where else ""
+    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    dt = arr.dtype
+    if dt.kind == "u":
+        if dt != want:
+            native = _NATIVE.get(f.name)
+            raise ValueError(f"{pre}{role} in format {f.name} must be {want.name} raw bits"
+                             + (f" (or {native} values)" if native else "") + f", got {dt.name}")
+        bits = arr
+    elif dt.kind in "iub" or dt == object:
+        raise ValueError(f"{pre}{role} in format {f.name}: raw bits must be unsigned "
+                         f"({want.name}), got {dt.name} (use .astype(np.{want.name}))")
+    elif dt.kind == "f" or dt.kind == "V":
+        native = _NATIVE.get(f.name)
+        if native is None:
+            raise ValueError(f"{pre}{role} in format {f.name}: no host float type holds it; "
+                             f"pass {want.name} raw bits")
+        if dt.name == native:
+            bits = arr.view(want) if dt.itemsize == want.itemsize else arr.view(np.uint8).astype(want)
+        else:
+            if dt.kind == "V" and not dt.name.startswith(("float", "bfloat")):
+                raise ValueError(f"{pre}{role}: unsupported dtype {dt.name}")
+            tgt = _float_type(native)
+            with np.errstate(all="ignore"):
+                y = arr.astype(tgt)
+                back = y.astype(dt)
+            same = (back == arr) | (np.isnan(back.astype(np.float64)) & np.isnan(arr.astype(np.float64)))
+            same &= np.signbit(back.astype(np.float64)) == np.signbit(arr.astype(np.float64))
+            if not np.all(same):
+                bad = np.argwhere(~np.asarray(same))[0]
+                val = arr[tuple(bad)] if arr.ndim else arr
+                raise ValueError(f"{pre}{role} value {val!r} at index {tuple(int(i) for i in bad)} "
+                                 f"is not exactly representable in {f.name}")
+            bits = y.view(want) if tgt.itemsize == want.itemsize else y.view(np.uint8).astype(want)
+            if f.pad:
+                low = bits & np.asarray((1 << f.pad) - 1, dtype=want)
+                if np.any(low):
+                    raise ValueError(f"{pre}{role}: a value is not exactly representable in "
+                                     f"{f.name} (low {f.pad} bits of its f32 container are set)")
+    else:
+        raise ValueError(f"{pre}{role}: unsupported dtype {dt.name}")
+    width = f.k + f.pad
+    if width < 8 * want.itemsize and bits.size:
+        top = int(bits.max())
+        if top >> width:
+            idx = tuple(int(i) for i in np.argwhere(bits >> width)[0])
+            raise ValueError(f"{pre}{role} in format {f.name} uses the low {width} bits of each "
+                             f"{want.name} (values <= {hex((1 << width) - 1)}); got "
+                             f"{hex(int(bits[idx]))} at index {idx}")
+    return bits
+
+
+def _shape_err(where, what, got, want) -> ValueError:
+    return ValueError(f"{where}: {what} must have shape {want}, got {tuple(got)}")
+
+
+def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, theory=None,
+             chunk: int = DEFAULT_CHUNK) -> np.ndarray:
+    """Raw bits of D = A*B + C for the instruction (see the module docstring)."""
+    ins = isa.lookup(instr) if not isinstance(instr, Instruction) else instr
+    th = _theory.default().resolve(ins, theory)
+    name = ins.name
+    A = as_bits(a, ins.a, "A", name)
+    B = as_bits(b, ins.b, "B", name)
+    C = as_bits(c, ins.c, "C", name)
+    M, N, K = ins.m, ins.n, ins.k
+    for what, X, want in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
+        if X.ndim < 2 or X.shape[-2:] != want:
+            raise _shape_err(name, what, X.shape, "(..., %d, %d)" % want)
+    mats = [A, B, C]
+    SA = SB = None
+    if ins.scale:
+        nblk = K // ins.scale_block
+        if scale_a is None or scale_b is None:
+            missing = " and ".join(n for n, s in (("scale_a", scale_a), ("scale_b", scale_b)) if s is None)
+            raise ValueError(f"{name} is block-scaled ({ins.scale}, one scale per {ins.scale_block} "
+                             f"elements of K): {missing} missing; scale_a has shape (..., {M}, {nblk}), "
+                             f"scale_b (..., {nblk}, {N})")
+        SA = as_bits(scale_a, ins.scale, "scale_a", name)
+        SB = as_bits(scale_b, ins.scale, "scale_b", name)
+        for what, X, want in (("scale_a", SA, (M, nblk)), ("scale_b", SB, (nblk, N))):
+            if X.ndim < 2 or X.shape[-2:] != want:
+                raise _shape_err(name, what, X.shape, "(..., %d, %d)" % want)
+        mats += [SA, SB]
+    elif scale_a is not None or scale_b is not None:
+        raise ValueError(f"{name} is not block-scaled: it takes no scale_a/scale_b")
+    try:
+        batch = np.broadcast_shapes(*(X.shape[:-2] for X in mats))
+    except ValueError:
+        raise ValueError(f"{name}: batch dimensions do not broadcast: "
+                         + ", ".join(f"{n} {X.shape}" for n, X in zip(("A", "B", "C", "scale_a", "scale_b"), mats))) from None
+    out = np.empty(batch + (M, N), dtype=storage_dtype(ins.d))
+    total = out.size
+    if total == 0:
+        return out
+    Ab = np.broadcast_to(A, batch + (M, K))
+    Bt = np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2)
+    Cb = np.broadcast_to(C, batch + (M, N))
+    if ins.scale:
+        SAb = np.broadcast_to(SA, batch + SA.shape[-2:])
+        SBt = np.swapaxes(np.broadcast_to(SB, batch + SB.shape[-2:]), -1, -2)
+    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+    flat = out.reshape(-1)
+    chunk = max(1, int(chunk))
+    for lo in range(0, total, chunk):
+        hi = min(total, lo + chunk)
+        lane = np.arange(lo, hi, dtype=np.int64)
+        j = lane % N
+        i = (lane // N) % M
+        bidx = np.unravel_index(lane // (M * N), batch) if batch else ()
+        rows = Ab[bidx + (i,)]
+        cols = Bt[bidx + (j,)]
+        cv = Cb[bidx + (i, j)]
+        a_cols = [NUMPY.lift(rows[:, k], wa) for k in range(K)]
+        b_cols = [NUMPY.lift(cols[:, k], wb) for k in range(K)]
+        sa = sb = None
+        if ins.scale:
+            s_a, s_b = SAb[bidx + (i,)], SBt[bidx + (j,)]
+            sa = [NUMPY.lift(s_a[:, q], 8) for q in range(s_a.shape[1])]
+            sb = [NUMPY.lift(s_b[:, q], 8) for q in range(s_b.shape[1])]
+        d = th.dot(NUMPY, a_cols, b_cols, NUMPY.lift(cv, wc), sa, sb)
+        v = np.broadcast_to(np.asarray(d.v), (hi - lo,))
+        flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
+            np.array([int(x) for x in v], dtype=out.dtype)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Values: exact decoding, exact encoding, exact decimal output (for compare and explain).
+
+
+def value_of(bits: int, fmt_name: str):
+    """The exact value of a storage element: a Fraction, or "nan", "inf", "-inf", "0", "-0"."""
+    f = fp.fmt(fmt_name)
+    u = fp.decode(f, INT.const(int(bits), f.storage, False))
+    if u.nan.v:
+        return "nan"
+    neg = bool(u.sign.v)
+    if u.inf.v:
+        return "-inf" if neg else "inf"
+    if u.zero.v:
+        return "-0" if neg else "0"
+    v = Fraction(u.sig.v) * Fraction(2) ** (u.exp.v - f.t)
+    return -v if neg else v
+
+
+def decimal(v) -> str:
+    """Exact decimal string of a value from value_of (dyadic rationals end)."""
+    if isinstance(v, str):
+        return v
+    if v.denominator == 1:
+        return str(v.numerator)
+    k = v.denominator.bit_length() - 1
+    if v.denominator != 1 << k:
+        raise ValueError("not a dyadic rational")
+    digits = str(abs(v.numerator) * 5 ** k).rjust(k + 1, "0")
+    s = digits[:-k] + "." + digits[-k:].rstrip("0")
+    return ("-" if v < 0 else "") + s
+
+
+def bits_of(v, fmt_name: str) -> int | None:
+    """The storage element of format fmt_name whose value is exactly v (Fraction or one of the
+    strings of value_of), or None if there is none."""
+    f = fp.fmt(fmt_name)
+    sb = f.sign_bit
+    if isinstance(v, str):
+        if v in ("0", "-0"):
+            if not f.subnormals:
+                return None
+            neg = v == "-0"
+            if neg and (not f.signed or f.nan == "negzero"):
+                return None
+            return (sb if neg else 0) << f.pad
+        if v in ("inf", "-inf"):
+            if not f.inf or (v == "-inf" and not f.signed):
+                return None
+            return (f.inf_code | (sb if v == "-inf" else 0)) << f.pad
+        if v == "nan":
+            return fp.default_nan(f) if f.nan != "none" else None
+        raise ValueError(f"not a value: {v!r}")
+    v = Fraction(v)
+    if v == 0:
+        return bits_of("0", fmt_name)
+    neg = v < 0
+    if neg and not f.signed:
+        return None
+    m = abs(v)
+    d = m.denominator
+    if d & (d - 1):
+        return None
+    e = m.numerator.bit_length() - 1 - (d.bit_length() - 1)      # floor(log2 m)
+    if f.subnormals and e < f.emin:
+        E, q = 0, m / Fraction(2) ** (f.emin - f.t)
+    else:
+        E, q = e + f.bias, m / Fraction(2) ** (e - f.t)
+        if E < 0 or (f.subnormals and E == 0):
+            return None
+    if q.denominator != 1:
+        return None
+    q = int(q)
+    code = (E << f.t) | (q - (1 << f.t) if E or not f.subnormals else q)
+    if E == 0 and f.subnormals and q >= 1 << f.t:
+        return None
+    if code > f.max_code:
+        return None
+    return ((sb if neg else 0) | code) << f.pad
+
+
+def parse_value(text: str):
+    """A decimal/rational literal, inf/-inf/nan, or -0, as a value (Fraction or string)."""
+    s = text.strip().lower()
+    if s in ("nan", "+nan", "-nan"):
+        return "nan"
+    if s in ("inf", "+inf", "infinity", "+infinity"):
+        return "inf"
+    if s in ("-inf", "-infinity"):
+        return "-inf"
+    try:
+        v = Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"not a number: {text!r} (decimal, a/b, inf, nan, or 0x raw bits)") from None
+    if v == 0:
+        return "-0" if s.startswith("-") else "0"
+    return v
