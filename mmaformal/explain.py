@@ -284,6 +284,18 @@ def _steps(th: _theory.Theory, ins: Instruction, notes: list, ops: dict) -> list
     return steps
 
 
+def _ranges(ks: list[int]) -> str:
+    """[0, 1, 2, 5, 6] -> "0..2, 5..6"."""
+    out, i = [], 0
+    while i < len(ks):
+        j = i
+        while j + 1 < len(ks) and ks[j + 1] == ks[j] + 1:
+            j += 1
+        out.append(str(ks[i]) if i == j else f"{ks[i]}..{ks[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
 def render(rep: dict) -> str:
     """The report as text."""
     L = []
@@ -303,7 +315,7 @@ def render(rep: dict) -> str:
     for s in rep["steps"]:
         kind = s["step"]
         if kind == "block":
-            L.append(f"block k = {s['k']}: accumulator in {s['accumulator_in']['bits']} ({s['accumulator_in']['value']})")
+            L.append(f"block k = {_ranges(s['k'])}: accumulator in {s['accumulator_in']['bits']} ({s['accumulator_in']['value']})")
         elif kind.startswith("fused sum"):
             L.append(f"  {kind}: {s['text']}")
             for r in s["terms"]:

@@ -397,9 +397,22 @@ def _rd_shift(x: BV, left: int, right: BV, width: int) -> BV:
     return v >> r
 
 
+def _rz_shift(x: BV, left: int, right: BV, width: int) -> BV:
+    """trunc(x * 2^left / 2^right) (toward zero) for a signed x, as `width` bits: the
+    symmetric twin of `_rd_shift` (seed 002 sec. 6.2.4, the hypothetical RZ instruction)."""
+    v = x.resize(width, True)
+    v = v << left if left else v
+    r = ite(right < 0, right.k.const(0, right.w, True), right).bitcast(False)
+    q = (v.abs() >> r).bitcast(True)
+    return ite(v < 0, -q, q)
+
+
 def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], zero_exp: str,
-             nan, special_trunc: bool) -> BV:
+             nan, special_trunc: bool, align_round: str = "RD") -> BV:
     K = T.k
+    if align_round not in ("RD", "RZ"):
+        raise ValueError(f"align_round must be 'RD' or 'RZ', got {align_round!r}")
+    _shift = _rd_shift if align_round == "RD" else _rz_shift
     ew = max(emax.w, c.exp.w) + 3
     ct = operand(c)
     low = K.const(-(1 << (ew - 4)), ew, True)
@@ -408,13 +421,13 @@ def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], z
     em = emax.resize(ew)
     E = bvmax(em, eck)
     W = max(T.w + (F2 - F), F + 4) + 4
-    Tp = _rd_shift(T, F2 - F, E - em, W)                          # RD_F2, units 2^(E - F2)
+    Tp = _shift(T, F2 - F, E - em, W)                             # RD_F2, units 2^(E - F2)
     sc = ite(c.sign, -c.sig.resize(c.sig.w + 1, True), c.sig.resize(c.sig.w + 1, True))
     ls = F - c.fmt.t
     if ls >= 0:
-        sc_al = _rd_shift(sc, ls, E - ec, W)                      # RD_F, units 2^(E - F)
+        sc_al = _shift(sc, ls, E - ec, W)                         # RD_F, units 2^(E - F)
     else:
-        sc_al = _rd_shift(sc, 0, E - ec - ls, W)
+        sc_al = _shift(sc, 0, E - ec - ls, W)
     if special_trunc:
         sc_al = ite(ec < E - F - 1, K.const(0, W, True), sc_al)
     S = Tp + (sc_al << (F2 - F))
@@ -424,13 +437,19 @@ def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], z
 
 
 def tr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=None,
-            fc: str = "f32") -> BV:
-    """Truncated rounded FDPA (Algorithm 10, AMD CDNA3 tf32/bf16/f16)."""
+            fc: str = "f32", align_round: str = "RD") -> BV:
+    """Truncated rounded FDPA (Algorithm 10, AMD CDNA3 tf32/bf16/f16).
+
+    align_round: the rounding of T and s_c when aligned at E (Algorithm 10 lines 14-15):
+    "RD" as the hardware (seed 002), "RZ" for the symmetric hypothetical twin of sec. 6.2.4."""
     fa, fb = fmt(fa), fmt(fb)
     _check_lengths(a, b)
     prods = _tr_products(a, b, fa, fb)
     T, emax = fused_sum(prods, F, "RZ", zero_exp)
-    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False)
+    if align_round == "RD":
+        return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False)
+    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False,
+                    align_round=align_round)
 
 
 def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=None,

@@ -25,6 +25,7 @@ shape, dtype width and bits above a narrow format's width -> ValueError naming e
 """
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from typing import Any
 
@@ -40,7 +41,36 @@ __all__ = ["simulate", "as_bits", "storage_dtype", "value_of", "bits_of", "decim
 
 #: Lanes (dot products) per numpy pass: large enough to amortise the per-operation Python
 #: overhead, small enough that the peak memory stays ~100-200 MB whatever the input size.
-DEFAULT_CHUNK = 1 << 15
+DEFAULT_CHUNK = 1 << 18
+
+#: "auto": the theory's dot product traced into a C kernel (mmaformal.compile) when a C
+#: compiler is present and every value fits 126 bits, else numpy lanes; "numpy" forces lanes.
+BACKEND = os.environ.get("MMAFORMAL_BACKEND", "auto")
+_KERNELS: dict = {}
+
+
+def _kernel(th, ins):
+    """The compiled kernel of one dot product of theory th on instruction ins, or None."""
+    key = (th.hash(), ins.name)
+    if key in _KERNELS:
+        return _KERNELS[key]
+    kern = None
+    if BACKEND != "numpy":
+        from . import compile as _compile
+        wa, wb, wc, wd = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d))
+        nk = ins.k
+        nblk = ins.k // ins.scale_block if ins.scale else 0
+
+        def fn(K, *x):
+            sa = list(x[2 * nk + 1:2 * nk + 1 + nblk]) if nblk else None
+            sb = list(x[2 * nk + 1 + nblk:]) if nblk else None
+            return th.dot(K, list(x[:nk]), list(x[nk:2 * nk]), x[2 * nk], sa, sb)
+        try:
+            kern = _compile.compile_kernel(fn, [wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk), [wd])
+        except (_compile.Unsupported, RuntimeError, OSError):
+            kern = None
+    _KERNELS[key] = kern
+    return kern
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -130,6 +160,9 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     ins = isa.lookup(instr) if not isinstance(instr, Instruction) else instr
     th = _theory.default().resolve(ins, theory)
     name = ins.name
+    ok, why = th.evaluable
+    if not ok:
+        raise ValueError(f"theory {th.id} cannot be evaluated by this mmaformal.mma: {why}")
     A = as_bits(a, ins.a, "A", name)
     B = as_bits(b, ins.b, "B", name)
     C = as_bits(c, ins.c, "C", name)
@@ -172,6 +205,7 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
     flat = out.reshape(-1)
     chunk = max(1, int(chunk))
+    kern = _kernel(th, ins)
     for lo in range(0, total, chunk):
         hi = min(total, lo + chunk)
         lane = np.arange(lo, hi, dtype=np.int64)
@@ -181,6 +215,14 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
         rows = Ab[bidx + (i,)]
         cols = Bt[bidx + (j,)]
         cv = Cb[bidx + (i, j)]
+        if kern is not None:
+            ins_cols = [rows[:, k] for k in range(K)] + [cols[:, k] for k in range(K)] + [cv]
+            if ins.scale:
+                s_a, s_b = SAb[bidx + (i,)], SBt[bidx + (j,)]
+                ins_cols += [s_a[:, q] for q in range(s_a.shape[1])] + [s_b[:, q] for q in range(s_b.shape[1])]
+            (d,) = kern(*ins_cols)
+            flat[lo:hi] = d
+            continue
         a_cols = [NUMPY.lift(rows[:, k], wa) for k in range(K)]
         b_cols = [NUMPY.lift(cols[:, k], wb) for k in range(K)]
         sa = sb = None

@@ -596,6 +596,7 @@ class TheorySet:
             self.by_id[t.id] = t
         self._members: dict[str, list[str]] = {}      # theory id -> instruction names
         self._by_instr: dict[str, list[str]] = {}     # instruction name -> theory ids
+        self._bound: dict[tuple, Theory] = {}          # (theory id or None, name) -> bound
         cat = isa.catalog()
         for t in self.by_id.values():
             w = _where(t.file, t.id)
@@ -679,16 +680,22 @@ class TheorySet:
         if isinstance(theory, Theory):
             return theory if theory.instr is not None and theory.instr.name == ins.name \
                 else theory.bind(ins)
+        key = (theory, ins.name)
+        hit = self._bound.get(key)
+        if hit is not None:
+            return hit
         ts = self.theories_for(ins)
         if theory is None:
             if not ts:
                 raise ValueError(f"no theory covers {ins.name}")
-            return ts[0].bind(ins)
-        t = self.get(theory)
-        if ins.name not in self._members[t.id]:
-            ids = ", ".join(x.id for x in ts) or "none"
-            raise ValueError(f"theory {theory!r} does not cover {ins.name}; theories for it: {ids}")
-        return t.bind(ins)
+            t = ts[0]
+        else:
+            t = self.get(theory)
+            if ins.name not in self._members[t.id]:
+                ids = ", ".join(x.id for x in ts) or "none"
+                raise ValueError(f"theory {theory!r} does not cover {ins.name}; theories for it: {ids}")
+        bound = self._bound[key] = t.bind(ins)
+        return bound
 
 
 def load(*paths: "str | Path", complete: bool | None = None) -> TheorySet:

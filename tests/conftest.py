@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -24,6 +26,8 @@ from hypothesis import HealthCheck, settings
 sys.path.insert(0, os.path.dirname(__file__))
 
 from oracles import exact as X  # noqa: E402
+from mmaformal import mma  # noqa: E402
+from mmaformal.bits import NUMPY  # noqa: E402
 
 settings.register_profile(
     "ci", derandomize=True, deadline=None, database=None, print_blob=True,
@@ -295,14 +299,15 @@ def _run_chunk(task):
     return [fn(*args) for args in chunk]
 
 
-def oracle_map(fn, arglist: list, chunk: int = 2000) -> list:
+def oracle_map(fn, arglist: list) -> list:
     """[fn(*args) for args in arglist], on up to MMAFORMAL_TEST_PROCS (default: 2, or the
     number of CPUs if fewer) forked processes when the list is long. fn may be a closure: it
     reaches the children through fork, not through pickling."""
     procs = int(os.environ.get("MMAFORMAL_TEST_PROCS", min(2, os.cpu_count() or 1)))
-    if procs <= 1 or len(arglist) < 2 * chunk:
+    if procs <= 1 or len(arglist) < 1000:
         return [fn(*args) for args in arglist]
     import multiprocessing as mp
+    chunk = max(250, len(arglist) // (8 * procs))
     key = len(_REGISTRY)
     _REGISTRY[key] = fn
     try:
@@ -324,3 +329,87 @@ def mismatches(out_fmt: str, got, want, describe, limit: int = 5) -> tuple[int, 
     bad = [i for i, w in enumerate(want) if not oracle_equal(out_fmt, got[i], w)]
     return len(bad), [f"{describe(i)} core={hex(int(got[i]))} oracle="
                       f"{want[i] if want[i] == X.NAN else hex(want[i])}" for i in bad[:limit]]
+
+
+# ------------------------------------------------------------------------------------------
+# One comparison of a core operation with an oracle (used by test_mma_oracle and, unchanged,
+# by test_mutants: a mutant must fail the very check the real operation passes)
+# ------------------------------------------------------------------------------------------
+
+@dataclass
+class OpSpec:
+    """An FDPA-like operation: d = op(a[0..L-1], b[0..L-1], c[, scales]).
+
+    core(A, B, C, S) -> output codes (numpy), A/B lists of L code arrays, S a dict of extra
+    arrays (scales); oracle(a, b, c, s) -> bits or "nan" for one dot product (Python ints).
+    scales(rng, n, kind) -> S. fix_b: a code every b_k is set to (FTZ-Add uses b = 1).
+    """
+
+    id: str
+    fa: str
+    fb: str
+    fc: str
+    L: int
+    F: int
+    out: str
+    core: Callable
+    oracle: Callable
+    scales: Optional[Callable] = None
+    fix_b: Optional[int] = None
+
+
+def lift_all(name: str, arrays):
+    W = ofmt(name).container
+    return [NUMPY.lift(a, W) for a in arrays]
+
+
+def compare_with_oracle(op: OpSpec, n_per_kind: int, seed: int, kinds=FDPA_KINDS):
+    """Run op on n_per_kind dot products of every input class; return (number of mismatches,
+    number of cases, a few described mismatches)."""
+    rng = np.random.default_rng(seed)
+    got_all, args, descr = [], [], []
+    for kind in kinds:
+        A, B, C = fdpa_inputs(rng, op.fa, op.fb, op.fc, op.L, n_per_kind, kind, op.F)
+        if op.fix_b is not None:
+            B = [np.full_like(b, op.fix_b) for b in B]
+        S = op.scales(rng, n_per_kind, kind) if op.scales else {}
+        got = np.broadcast_to(op.core(A, B, C, S), C.shape)
+        for i in range(n_per_kind):
+            s = {k: int(v[i]) if not isinstance(v, list) else [int(x[i]) for x in v] for k, v in S.items()}
+            args.append((lanes(A, i), lanes(B, i), int(C[i]), s))
+            descr.append(kind)
+        got_all.append(got)
+    got = np.concatenate(got_all)
+    want = oracle_map(op.oracle, args)
+    n, ex = mismatches(op.out, got, want,
+                       lambda i: f"[{descr[i]}] a={hexs(args[i][0])} b={hexs(args[i][1])} "
+                                 f"c={hex(args[i][2])} s={args[i][3]}")
+    return n, len(want), ex
+
+
+def t_fdpa_spec(fa, fb, fc, L, F, rho, zero_exp="excluded") -> OpSpec:
+    out = "f16" if rho == "RNE-FP16" else "f32"
+
+    def core(A, B, C, S):
+        return mma.t_fdpa(lift_all(fa, A), lift_all(fb, B), lift_all(fc, [C])[0], fa, fb, fc, F,
+                          rho, zero_exp).v
+
+    def oracle(a, b, c, s):
+        return X.t_fdpa(a, b, c, fa, fb, fc, F, rho, zero_exp)
+
+    fab = fa if fa == fb else f"{fa}x{fb}"
+    return OpSpec(f"t_fdpa-{fab}-L{L}-F{F}-{rho}-{zero_exp}", fa, fb, fc, L, F, out, core, oracle)
+
+
+def tr_fdpa_spec(fa, L, F=24, F2=31, zero_exp="excluded", gtr=False) -> OpSpec:
+    f = mma.gtr_fdpa if gtr else mma.tr_fdpa
+    g = X.gtr_fdpa if gtr else X.tr_fdpa
+
+    def core(A, B, C, S):
+        return f(lift_all(fa, A), lift_all(fa, B), lift_all("f32", [C])[0], fa, fa, F, F2, zero_exp).v
+
+    def oracle(a, b, c, s):
+        return g(a, b, c, fa, fa, F, F2, zero_exp)
+
+    return OpSpec(f"{'gtr' if gtr else 'tr'}_fdpa-{fa}-L{L}-F{F}-F2{F2}-{zero_exp}", fa, fa, "f32",
+                  L, F, "f32", core, oracle)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import mmaformal
+from mmaformal import classes as clfp
 from mmaformal import fp, isa, mma
 from mmaformal import theory as T
 from mmaformal.bits import INT
@@ -329,16 +330,25 @@ def test_every_theory_simulates_every_class(ts, tid):
     ok, why = t.bind(ins).evaluable
     if not ok:
         pytest.skip(f"not evaluable by the current mma: {why}")
-    rng = np.random.default_rng(abs(hash(tid)) % 2 ** 32)
-    nb = len(CLASSES)
-    A = np.stack([class_bits(ins.a, c, (ins.m, ins.k), rng) for c in CLASSES])
-    B = np.stack([class_bits(ins.b, c, (ins.k, ins.n), rng) for c in CLASSES])
-    C = np.stack([class_bits(ins.c, c, (ins.m, ins.n), rng) for c in CLASSES])
+    rng = np.random.default_rng(sum(map(ord, tid)))
+    A = [class_bits(ins.a, c, (ins.m, ins.k), rng) for c in CLASSES]
+    B = [class_bits(ins.b, c, (ins.k, ins.n), rng) for c in CLASSES]
+    C = [class_bits(ins.c, c, (ins.m, ins.n), rng) for c in CLASSES]
+    # and the project's CLFP generators (mmaformal.classes: normal, dnn, cancel, overflow, ...)
+    for k in clfp.CLASSES:
+        a, _, c = clfp.generate(k, ins.a, ins.b, ins.c, ins.k, ins.m * ins.n, rng)
+        _, b, _ = clfp.generate(k, ins.a, ins.b, ins.c, ins.k, ins.n, rng)
+        A.append(a[:ins.m])
+        B.append(b.T)
+        C.append(c.reshape(ins.m, ins.n))
+    nb = len(A)
+    A, B, C = np.stack(A), np.stack(B), np.stack(C)
     sc = {}
     if ins.scale:
         nblk = ins.k // ins.scale_block
-        sc = dict(scale_a=np.stack([class_bits(ins.scale, c, (ins.m, nblk), rng) for c in CLASSES]),
-                  scale_b=np.stack([class_bits(ins.scale, c, (nblk, ins.n), rng) for c in CLASSES]))
+        cls = [CLASSES[i % len(CLASSES)] for i in range(nb)]
+        sc = dict(scale_a=np.stack([class_bits(ins.scale, c, (ins.m, nblk), rng) for c in cls]),
+                  scale_b=np.stack([class_bits(ins.scale, c, (nblk, ins.n), rng) for c in cls]))
     D = mmaformal.simulate(ins, A, B, C, theory=tid, **sc)
     assert D.shape == (nb, ins.m, ins.n) and D.dtype == storage_dtype(ins.d)
 

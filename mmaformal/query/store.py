@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from .solvers import Result
@@ -21,8 +22,25 @@ __all__ = ["PROOFS", "sha256", "write_proof", "read_proofs"]
 PROOFS = Path(__file__).resolve().parents[2] / "proofs"
 
 
+_LET = re.compile(r"(?<![\w!$?.])([$?][A-Za-z_]+\d+|a![0-9]+)(?![\w!])")
+
+
+def canonical(text: str) -> str:
+    """SMT-LIB2 text with z3's generated let-names ($x12, ?x7, a!3) renamed in order of first
+    appearance: z3 numbers them by AST id, which depends on the process's history."""
+    names: dict[str, str] = {}
+
+    def sub(m):
+        k = m.group(1)
+        if k not in names:
+            names[k] = f"_l{len(names)}"
+        return names[k]
+    return _LET.sub(sub, text)
+
+
 def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    """Hash of a query, stable across processes (see `canonical`)."""
+    return hashlib.sha256(canonical(text).encode()).hexdigest()
 
 
 def write_proof(group: str, name: str, claim: str, query: str, result: Result, twin_claim: str,
