@@ -119,14 +119,27 @@ def _common_e(terms: Sequence[Term]) -> int:
     return max(t.e.w for t in terms) + 3
 
 
-def _emax(terms: Sequence[Term], ew: int, zero_exp: str) -> tuple[list[BV], BV]:
-    """Exponents widened to ew, and their max; zero terms per `zero_exp`."""
-    if zero_exp not in ("excluded", "field"):
-        raise ValueError(f"zero_exp must be 'excluded' or 'field', got {zero_exp!r}")
+def _zero_key(K, zero: Bool, e: BV, ew: int, zero_exp) -> BV:
+    """The exponent a term takes in e_max: its own, or for a zero term per `zero_exp`:
+    "excluded" (below every real exponent), "field" (Exp() of its fields, i.e. e itself), or
+    an int (a fixed exponent; mmasim 2.1.1 uses e.g. -133 for f32 output)."""
+    if zero_exp == "field":
+        return e
+    if zero_exp == "excluded":
+        return ite(zero, K.const(-(1 << (ew - 3)), ew, True), e)
+    if isinstance(zero_exp, int) and not isinstance(zero_exp, bool):
+        if not -(1 << (ew - 3)) < zero_exp < (1 << (ew - 3)):
+            raise ValueError(f"zero_exp {zero_exp} is out of range")
+        return ite(zero, K.const(zero_exp, ew, True), e)
+    raise ValueError(f"zero_exp must be 'excluded', 'field' or an int, got {zero_exp!r}")
+
+
+def _emax(terms: Sequence[Term], ew: int, zero_exp) -> tuple[list[BV], BV]:
+    """Exponents widened to ew, and their max; zero terms per `zero_exp` (see _zero_key)."""
     K = terms[0].sig.k
-    low = K.const(-(1 << (ew - 3)), ew, True)
+    ew = max(ew, bitlen(abs(zero_exp)) + 5) if isinstance(zero_exp, int) and not isinstance(zero_exp, bool) else ew
     es = [t.e.resize(ew) for t in terms]
-    keyed = [ite(t.zero, low, e) if zero_exp == "excluded" else e for t, e in zip(terms, es)]
+    keyed = [_zero_key(K, t.zero, e, ew, zero_exp) for t, e in zip(terms, es)]
     m = keyed[0]
     for e in keyed[1:]:
         m = bvmax(m, e)
@@ -417,7 +430,7 @@ def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], z
     ct = operand(c)
     low = K.const(-(1 << (ew - 4)), ew, True)
     ec = c.exp.resize(ew)
-    eck = ite(c.zero, low, ec) if zero_exp == "excluded" else ec
+    eck = _zero_key(K, c.zero, ec, ew, zero_exp)
     em = emax.resize(ew)
     E = bvmax(em, eck)
     W = max(T.w + (F2 - F), F + 4) + 4

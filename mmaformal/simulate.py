@@ -46,6 +46,9 @@ DEFAULT_CHUNK = 1 << 18
 #: "auto": the theory's dot product traced into a C kernel (mmaformal.compile) when a C
 #: compiler is present and every value fits 126 bits, else numpy lanes; "numpy" forces lanes.
 BACKEND = os.environ.get("MMAFORMAL_BACKEND", "auto")
+#: below this many dot products (and with no kernel built yet) numpy lanes are cheaper than
+#: tracing and compiling a kernel
+COMPILE_MIN = int(os.environ.get("MMAFORMAL_COMPILE_MIN", "65536"))
 _KERNELS: dict = {}
 
 
@@ -205,7 +208,8 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
     flat = out.reshape(-1)
     chunk = max(1, int(chunk))
-    kern = _kernel(th, ins)
+    built = (th.hash(), ins.name) in _KERNELS
+    kern = _kernel(th, ins) if (built or total >= COMPILE_MIN or BACKEND == "compiled") else None
     for lo in range(0, total, chunk):
         hi = min(total, lo + chunk)
         lane = np.arange(lo, hi, dtype=np.int64)

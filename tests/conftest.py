@@ -9,6 +9,11 @@
   the core's format table.
 - `oracle_equal` compares a core result (bits) with an oracle result (bits, or the marker
   "nan" where the oracle leaves the NaN payload open).
+- `fdpa_inputs` makes dot products of the input classes `FDPA_KINDS`; `compare_with_oracle`
+  runs one operation (`OpSpec`: core on NUMPY lanes, oracle per dot product) over them. The
+  oracle-equality tests and the negative controls (test_mutants.py) share this one check.
+- `oracle_map` spreads oracle calls over a second core (fork; MMAFORMAL_TEST_PROCS=1 turns
+  it off). Results do not depend on it.
 
 Test modules import the helpers with `from conftest import ...` (tests/ is on sys.path, as for
 `from oracles import exact`).
@@ -234,7 +239,8 @@ def fdpa_inputs(rng, fa: str, fb: str, fc: str, L: int, n: int, kind: str, F: in
     if kind in ("random", "sparse", "subnormal", "finite", "special", "cancel"):
         g = {"random": random_codes, "sparse": sparse_codes, "subnormal": subnormal_codes,
              "finite": finite_codes, "cancel": finite_codes,
-             "special": lambda r, f, m: special_mix(r, f, m, 0.15)}[kind]
+             # specials: about one special element per dot product (some have none)
+             "special": lambda r, f, m: special_mix(r, f, m, min(0.15, 1.0 / L))}[kind]
         A = [g(rng, fa, n) for _ in range(L)]
         B = [g(rng, fb, n) for _ in range(L)]
         C = special_mix(rng, fc, n, 0.3) if kind == "special" else \

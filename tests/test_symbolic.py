@@ -334,7 +334,7 @@ def term_of(op: SymOp):
 KINDS = ["random", "sparse", "subnormal", "finite", "special"]
 _GEN = {"random": random_codes, "sparse": sparse_codes, "subnormal": subnormal_codes,
         "finite": lambda r, f, n: finite_codes(r, f, n, spread=6),
-        "special": lambda r, f, n: special_mix(r, f, n, 0.35)}
+        "special": lambda r, f, n, m=1: special_mix(r, f, n, min(0.35, 2.0 / m))}
 
 
 def _element(f):
@@ -355,10 +355,12 @@ def batches(draw, fmts):
         n = LANES - len(own)
         if isinstance(f, tuple):
             gen = rng.integers(0, 6, n)
+        elif kind == "special":            # about two special elements per input tuple
+            gen = _GEN[kind](rng, f, n, len(fmts))
         else:
             gen = _GEN[kind](rng, f, n)
-        head = np.array([o[j] for o in own], dtype=gen.dtype if gen.dtype != np.int64 else np.int64)
-        cols.append(np.concatenate([head.astype(gen.dtype), gen]))
+        head = np.array([o[j] for o in own], dtype=gen.dtype)
+        cols.append(np.concatenate([head, gen]))
     return cols
 
 
