@@ -234,9 +234,10 @@ def test_nan_inputs_propagate(name, nan):
 
 def test_to_float64():
     assert emulate.to_float64(np.array([0x3C00, 0xFC00, 0x7E00, 0x8000], np.uint16), "f16").tolist()[:2] == [1.0, -np.inf]
-    v = emulate.to_float64(np.array([0x38, 0xF8, 0x7F, 0x80], np.uint8), "e4m3")
+    v = emulate.to_float64(np.array([0x38, 0xB8, 0x7F, 0x80], np.uint8), "e4m3")
     assert v[0] == 1.0 and v[1] == -1.0 and np.isnan(v[2]) and v[3] == 0 and np.signbit(v[3])
-    assert emulate.to_float64(np.array([0x80], np.uint8), "e4m3fnuz")[0] != emulate.to_float64(np.array([0x80], np.uint8), "e4m3fnuz")[0]
+    assert np.isnan(emulate.to_float64(np.array([0x80], np.uint8), "e4m3fnuz")[0])      # fnuz NaN
+    assert emulate.to_float64(np.array([0x3F800000 | 0x1FFF], np.uint32), "tf32")[0] == 1.0  # low 13 bits ignored
 
 
 def test_dot_lanes_equals_matmul():
@@ -256,7 +257,7 @@ def _cli(argv):
     p = argparse.ArgumentParser(prog="mmaformal")
     sub = p.add_subparsers(dest="verb")
     emulate.add_parser(sub)
-    return emulate.run(p.parse_args(argv))
+    return emulate.run(p.parse_args(["emulate"] + list(argv)))
 
 
 def test_cli_verb(tmp_path, capsys):

@@ -34,6 +34,21 @@ __all__ = ["campaign", "main"]
 
 _DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
+#: The sm90 instruction set of the Hopper validation (issue 5): mma.sync and wgmma.
+PRESETS = {
+    "sm90": [
+        "sm90/mma.m16n8k16.f32.f16.f16.f32", "sm90/mma.m16n8k16.f32.bf16.bf16.f32",
+        "sm90/mma.m16n8k8.f32.f16.f16.f32", "sm90/mma.m16n8k8.f32.bf16.bf16.f32",
+        "sm90/mma.m16n8k16.f16.f16.f16.f16", "sm90/mma.m16n8k8.f32.tf32.tf32.f32",
+        "sm90/mma.m16n8k4.f32.tf32.tf32.f32", "sm90/mma.m16n8k32.f32.e4m3.e4m3.f32",
+        "sm90/mma.m16n8k32.f32.e5m2.e5m2.f32", "sm90/mma.m8n8k4.f64.f64.f64.f64",
+        "sm90/mma.m16n8k4.f64.f64.f64.f64", "sm90/mma.m16n8k8.f64.f64.f64.f64",
+        "sm90/mma.m16n8k16.f64.f64.f64.f64",
+    ] + [f"sm90/wgmma.m64n{n}k{k}.{t}" for n in (8, 256) for k, t in (
+        (16, "f32.f16.f16"), (16, "f16.f16.f16"), (16, "f32.bf16.bf16"), (8, "f32.tf32.tf32"),
+        (32, "f32.e4m3.e4m3"), (32, "f32.e5m2.e5m2"))],
+}
+
 
 def _hex(v) -> str:
     return hex(int(v))
@@ -67,7 +82,8 @@ def _sim_parallel(simulate, name, A, B, Cm, workers):
 def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,
              sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20) -> dict:
     from . import runner
-    from .. import simulate as S
+    from ..simulate import simulate
+    from .. import theory as _theory
 
     ins = isa.lookup(name)
     name = ins.name
@@ -81,7 +97,7 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
     dots_per_tile = ins.m * ins.n
     res = {"instruction": name, "tests": 0, "mismatches": 0, "classes": {}, "device": info,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-           "seed": seed, "theory": S.theory_for(name).id if hasattr(S, "theory_for") else None,
+           "seed": seed, "theory": _theory.resolve(name).id, "theory_hash": _theory.resolve(name).hash(),
            "layout_selfcheck": msg}
     t_gen = t_gpu = t_sim = 0.0
     cex, samples = [], {}
@@ -94,7 +110,7 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
             t1 = time.perf_counter()
             D = runner.run(name, A, B, Cm)
             t2 = time.perf_counter()
-            Dsim = _sim_parallel(S.simulate, name, A, B, Cm, workers)
+            Dsim = _sim_parallel(simulate, name, A, B, Cm, workers)
             t3 = time.perf_counter()
             t_gen += t1 - t0
             t_gpu += t2 - t1
@@ -108,7 +124,7 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
                 k = max(1, min(T, -(-sample // dots_per_tile)))
                 samples[klass] = (A[:k].copy(), B[:k].copy(), Cm[:k].copy(), D[:k].copy())
             done += T * dots_per_tile
-            _progress(f"{name} {klass}: {done:,}/{per_class:,} dots, {mism} mismatches")
+        _progress(f"{name} {klass}: {done:,} dots, {mism} mismatches")
         res["classes"][klass] = {"tests": done, "mismatches": int(mism)}
         res["tests"] += done
         res["mismatches"] += int(mism)
@@ -132,7 +148,9 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Validate instructions on the GPU against their theories.")
-    p.add_argument("instructions", nargs="+")
+    p.add_argument("instructions", nargs="*")
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a named instruction set")
+    p.add_argument("--tar", type=Path, help="after each instruction, pack --out into this .tgz")
     p.add_argument("--tests", type=int, default=1_000_000)
     p.add_argument("--classes", default=",".join(C.CLASSES))
     p.add_argument("--seed", type=int, default=0)
@@ -141,15 +159,27 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=0)
     a = p.parse_args(argv)
     rc = 0
+    names = list(a.instructions) + (PRESETS[a.preset] if a.preset else [])
+    if not names:
+        p.error("name instructions or a --preset")
     print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
-    for name in a.instructions:
-        r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample, workers=a.workers)
+    for name in names:
+        try:
+            r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample, workers=a.workers)
+        except Exception as e:  # keep going: one broken instruction must not hide the others
+            print(f"{name:44s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+            rc |= 2
+            continue
         print(f"{r['instruction']:44s} {r['tests']:11,d} {r['mismatches']:9,d} "
               f"{r['rates']['gpu_dots_per_s']:12,d} {r['rates']['simulate_dots_per_s']:12,d}", flush=True)
         for k, v in r["classes"].items():
             if v["mismatches"]:
                 print(f"    {k:10s} {v['mismatches']:,} of {v['tests']:,}")
         rc |= int(r["mismatches"] > 0)
+        if a.tar and a.out:
+            import tarfile
+            with tarfile.open(a.tar, "w:gz") as tf:
+                tf.add(a.out, arcname=Path(a.out).name)
     return rc
 
 

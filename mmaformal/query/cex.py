@@ -1,0 +1,143 @@
+"""Layer 5, query/cex: the counterexamples/ folder (what separates two beliefs or refutes one).
+
+One JSON record per counterexample, `counterexamples/<kind>/<name>.json`:
+
+    kind        "distinguish" (two models differ on one input), "symmetry" (Phi(-A,B,-C) is not
+                ~ -Phi(A,B,C)), "monotonic" (a larger addend gives a smaller output),
+                "bound" (an error above the bound), "equiv"/"unobservable" (refuted equivalence)
+    claim       the sentence that the counterexample refutes or separates
+    formats     {"a", "b", "c", "d", "scale"}: how to read the hex strings
+    models      model specs (mmaformal.query.distinguish.Model.spec: theory id, instruction,
+                parameter changes, RD-twin flag, chain count, and the theory hash at writing)
+    runs        [{"model": LABEL, "inputs": {"a": [HEX..], "b": [..], "c": HEX, "scale_a",
+                  "scale_b"}, "output": HEX, "hardware": null}]: each run is one dot product
+                whose output the tests replay on every back-end; "hardware" is filled by a
+                GPU run ({"output": HEX, "device", "driver", "date"})
+    check       what the runs' outputs show: "differ" (run 0 and run 1 differ),
+                "asymmetric" (run 1 is not ~ -run 0), "decreasing" (run 1 < run 0),
+                "exceeds" (|run 0 - exact| > bound, see "bound")
+    verdict     null until run on hardware: which model the silicon refutes
+    tool        solver, seconds, date; "step": the first elementary step that differs
+
+Inputs are raw bit patterns (hex of the storage element), never floats.
+
+May import: mmaformal.query.distinguish (models, replay), the layers below, numpy.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Sequence
+
+from .. import fp
+from .distinguish import (InternalError, Model, Witness, _hex, approx_equal, evaluate,
+                          from_spec, neg_bits)
+from .store import PROOFS
+
+__all__ = ["ROOT", "write", "write_runs", "read_all", "replay_record", "stale"]
+
+ROOT = PROOFS.parent / "counterexamples"
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")[:80]
+
+
+def write_runs(kind: str, models: Sequence[Model], runs: list[tuple[Model, Witness, int]],
+               claim: str, check: str, root: Path | None = None, **extra) -> Path:
+    """Store runs [(model, witness, output bits)]: one counterexample."""
+    m0 = models[0]
+    i = m0.ins
+    rec = {
+        "kind": kind,
+        "claim": claim,
+        "formats": {"a": i.a, "b": i.b, "c": i.c, "d": i.d, "scale": i.scale or None},
+        "models": [m.spec() for m in models],
+        "runs": [{"model": m.label, "inputs": w.to_json(), "output": _hex(out, m.ins.d),
+                  "hardware": None} for m, w, out in runs],
+        "check": check,
+        "verdict": None,
+        "tool": {"date": _dt.date.today().isoformat(), **{k: v for k, v in extra.items() if v is not None}},
+    }
+    body = json.dumps(rec["runs"], sort_keys=True) + json.dumps(rec["models"], sort_keys=True)
+    h = hashlib.sha256(body.encode()).hexdigest()[:10]
+    d = (root or ROOT) / kind
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{_slug('--'.join(m.label for m in models))}-{h}.json"
+    p.write_text(json.dumps(rec, indent=1, sort_keys=False) + "\n")
+    return p
+
+
+def write(kind: str, models: Sequence[Model], w: Witness, outputs: dict, claim: str,
+          root: Path | None = None, **extra) -> Path:
+    """A distinguishing input: one run per model on the same witness."""
+    runs = [(m, w, outputs[m.label]) for m in models]
+    return write_runs(kind, models, runs, claim, "differ", root, **extra)
+
+
+def read_all(root: Path | None = None) -> list[tuple[Path, dict]]:
+    base = root or ROOT
+    if not base.exists():
+        return []
+    return [(p, json.loads(p.read_text())) for p in sorted(base.glob("*/*.json"))]
+
+
+def _models(rec: dict) -> dict[str, Model]:
+    return {s["label"]: from_spec(s) for s in rec["models"]}
+
+
+def stale(rec: dict) -> list[str]:
+    """Theories whose hash changed since the record was written."""
+    from .. import theory as _theory
+    out = []
+    for s in rec["models"]:
+        try:
+            t = _theory.default().get(s["theory"])
+        except ValueError:
+            out.append(f"{s['theory']} (no longer exists)")
+            continue
+        if t.hash() != s["hash"]:
+            out.append(s["theory"])
+    return out
+
+
+def replay_record(rec: dict, backends: Sequence[str] = ("int", "numpy", "compiled")) -> list[str]:
+    """Replay every run on every back-end; return the problems (empty: the record holds)."""
+    from ..bits import INT
+    problems = []
+    models = _models(rec)
+    F = rec["formats"]
+    outs = []
+    for i, run in enumerate(rec["runs"]):
+        m = models[run["model"]]
+        w = Witness.from_json(run["inputs"], F["a"], F["b"], F["c"], F.get("scale") or "")
+        want = int(run["output"], 16)
+        for be in backends:
+            try:
+                got = evaluate(m, w, be)
+            except OverflowError as e:
+                problems.append(f"run {i} ({m.label}) overflows on {be}: {e}")
+                continue
+            except Exception as e:
+                if be == "compiled":
+                    continue          # no C compiler, or a width the C path refuses
+                raise
+            if got != want:
+                problems.append(f"run {i} ({m.label}) on {be}: got {_hex(got, m.ins.d)}, "
+                                f"stored {run['output']}")
+        outs.append(want)
+    d = F["d"]
+    o = [INT.const(x, fp.fmt(d).storage, False) for x in outs]
+    chk = rec["check"]
+    if chk == "differ" and len(set(outs)) < 2:
+        problems.append("the stored outputs do not differ")
+    elif chk == "asymmetric" and bool(approx_equal(o[1], neg_bits(o[0], d), d).v):
+        problems.append("run 1 is ~ -run 0: not an asymmetry")
+    elif chk == "decreasing":
+        from .prove import value_lt
+        if not value_lt(outs[1], outs[0], d):
+            problems.append("run 1 is not smaller than run 0")
+    return problems
