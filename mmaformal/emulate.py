@@ -368,7 +368,7 @@ def _gemm_compiled(ins, th, A, B, C, SA, SB, s0, s1, threads) -> np.ndarray:
     if nt == 1:
         rows(0, M)
     else:
-        # interleave small row blocks so threads finish together
+        # contiguous row blocks, one per thread (every row costs the same)
         bounds = np.linspace(0, M, nt + 1).astype(int)
         with ThreadPoolExecutor(nt) as ex:
             list(ex.map(lambda t: guarded(bounds[t], bounds[t + 1]), range(nt)))

@@ -243,6 +243,7 @@ def round_to(f: "Format | str", sign: "Bool | bool", exp: BV, sig: BV, mode: Mod
     0 and 1 when `sticky` is set. Subnormal results are kept. `overflow`: "ieee" (Inf, or for
     formats without Inf the NaN code, or the largest finite number when the format has
     neither) or "saturate" (largest finite number in every mode).
+    "inf": Inf in every mode (RZ included; formats without Inf: NaN, else saturate).
     A zero result keeps `sign` (the caller applies the IEEE sign-of-zero rules).
     """
     f = fmt(f)
@@ -288,7 +289,9 @@ def round_to(f: "Format | str", sign: "Bool | bool", exp: BV, sig: BV, mode: Mod
     cw = ew + t + 2
     code = ((e_res - emin).resize(cw, True) << t) + q.resize(cw, True)
     over = code > f.max_code
-    to_inf = fl["RNE"] | fl["RNA"] | (fl["RU"] & ~sign) | (fl["RD"] & sign)
+    if overflow not in ("ieee", "saturate", "inf"):
+        raise ValueError(f"overflow must be 'ieee', 'saturate' or 'inf', got {overflow!r}")
+    to_inf = True if overflow == "inf" else fl["RNE"] | fl["RNA"] | (fl["RU"] & ~sign) | (fl["RD"] & sign)
     to_inf = to_inf if isinstance(to_inf, Bool) else K.bconst(bool(to_inf))
     kw = f.k
     maxc = K.const(f.max_code, kw, False)

@@ -216,12 +216,23 @@ def _special(out: Format, finite: BV, terms: Sequence[Term], nan_code: int) -> B
     return ite(nan, K.const(nan_code, out.storage, False), r)
 
 
-def _convert(S: BV, scale_exp: BV, rho: str, zero_sign: Bool, overflow: str) -> BV:
-    """rho(S * 2^scale_exp) with the sign-of-zero rule for an exact zero."""
-    rf, mode, _ = rho_of(rho)
+def _convert(S: BV, scale_exp: BV, rho: str, zero_sign: Bool, overflow: str,
+             zero_rule: str = "ieee") -> BV:
+    """rho(S * 2^scale_exp) with the sign-of-zero rule for a zero result.
+
+    zero_rule "ieee": an exact zero S is -0 only when every term was a negative zero, and a
+    nonzero S that rounds to zero keeps its sign; "positive": every zero result is +0
+    (Source: H200 campaign 2026-11-21, counterexamples/hw/; mmasim 2.1.1 does the same)."""
+    rf, mode, out = rho_of(rho)
+    if zero_rule not in ("ieee", "positive"):
+        raise ValueError(f"zero_sign must be 'ieee' or 'positive', got {zero_rule!r}")
     sign = ite(S == 0, zero_sign, S < 0)
     _note("convert", {"rho": rho, "S": S, "exp": scale_exp, "zero_sign": zero_sign})
-    return round_to(rf, sign, scale_exp, S.abs(), mode, overflow=overflow)
+    r = round_to(rf, sign, scale_exp, S.abs(), mode, overflow=overflow)
+    if zero_rule == "positive":
+        mag = (out.sign_bit << out.pad) ^ ((1 << out.storage) - 1)
+        r = ite((r & mag) == 0, r.k.const(0, out.storage, False), r)
+    return r
 
 
 def _default_nan(rho: str, nan) -> int:
@@ -248,25 +259,26 @@ def _check_lengths(a, b, L=None):
 
 def t_fdpa(a: Sequence[BV], b: Sequence[BV], c: BV, fa: "str | Format", fb: "str | Format",
            fc: "str | Format", F: int, rho: str, zero_exp: str = "excluded", nan=None,
-           overflow: str = "ieee", tf32_round: str = "RZ") -> BV:
+           overflow: str = "ieee", tf32_round: str = "RZ", zero_sign: str = "ieee") -> BV:
     """Truncated fused dot-product-add (Algorithm 7): d = rho(sum RZ_F-aligned terms)."""
     fa, fb, fc = fmt(fa), fmt(fb), fmt(fc)
     _check_lengths(a, b)
     xs, ys = _decode_all(fa, a, tf32_round), _decode_all(fb, b, tf32_round)
     terms = [product(x, y) for x, y in zip(xs, ys)] + [operand(decode(fc, c))]
-    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow)
+    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign)
 
 
-def _fdpa_tail(terms, F, rho, zero_exp, nan, overflow) -> BV:
+def _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign="ieee") -> BV:
     S, emax = fused_sum(terms, F, "RZ", zero_exp)
     _, _, out = rho_of(rho)
     ew = max(emax.w, bitlen(F) + 2) + 1
-    fin = _convert(S, emax.resize(ew) - F, rho, _zero_sign(terms), overflow)
+    fin = _convert(S, emax.resize(ew) - F, rho, _zero_sign(terms), overflow, zero_sign)
     return _special(out, fin, terms, _default_nan(rho, nan))
 
 
 def st_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], F: int, rho: str,
-            fs: str = "ue8m0", zero_exp: str = "excluded", nan=None, overflow: str = "ieee") -> BV:
+            fs: str = "ue8m0", zero_exp: str = "excluded", nan=None, overflow: str = "ieee",
+            zero_sign: str = "ieee") -> BV:
     """Scaled truncated FDPA (Algorithm 8): per-product scale exponents added to e_k.
     scale_a[k], scale_b[k] are the scale elements that apply to position k."""
     fa, fb, fc, fsf = fmt(fa), fmt(fb), fmt(fc), fmt(fs)
@@ -283,7 +295,7 @@ def st_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], F
                  t.nan | ua.nan | ub.nan)
         terms.append(t)
     terms.append(operand(decode(fc, c)))
-    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow)
+    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign)
 
 
 def _exact_group(prods: Sequence[Term]) -> tuple[BV, int, Bool, Bool, Bool, Bool]:
@@ -332,7 +344,7 @@ def _product_static(x: Unpacked, y: Unpacked) -> Term:
 
 def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], G: int, F: int,
              rho: str, fs: str = "ue4m3", zero_exp: str = "excluded", nan=None,
-             overflow: str = "ieee") -> BV:
+             overflow: str = "ieee", zero_sign: str = "ieee") -> BV:
     """Group-scaled truncated FDPA (Algorithm 9): exact dot products of G consecutive
     products, each multiplied by its scale pair's significands, then fused and truncated.
     scale_a[g], scale_b[g] apply to group g."""
@@ -361,7 +373,7 @@ def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], 
         terms.append(Term(sign, e, sig, fbt, (P == 0) | ua.zero | ub.zero,
                           ip | ineg, nan_g | (ip & ineg) | ua.nan | ub.nan))
     terms.append(operand(decode(fc, c)))
-    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow)
+    return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign)
 
 
 def e_fdpa(a, b, c, fa, fb, fc="f32", out="f32", mode: str = "RNE", nan="default") -> BV:

@@ -26,6 +26,7 @@ shape, dtype width and bits above a narrow format's width -> ValueError naming e
 from __future__ import annotations
 
 import os
+import threading
 from fractions import Fraction
 from typing import Any
 
@@ -52,8 +53,16 @@ COMPILE_MIN = int(os.environ.get("MMAFORMAL_COMPILE_MIN", "65536"))
 _KERNELS: dict = {}
 
 
+_KLOCK = threading.Lock()
+
+
 def _kernel(th, ins):
     """The compiled kernel of one dot product of theory th on instruction ins, or None."""
+    with _KLOCK:                      # threads of one campaign build each kernel once
+        return _kernel_locked(th, ins)
+
+
+def _kernel_locked(th, ins):
     key = (th.hash(), ins.name)
     if key in _KERNELS:
         return _KERNELS[key]
@@ -210,6 +219,10 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     chunk = max(1, int(chunk))
     built = (th.hash(), ins.name) in _KERNELS
     kern = _kernel(th, ins) if (built or total >= COMPILE_MIN or BACKEND == "compiled") else None
+    if kern is not None:
+        _run_tiles(kern, ins, Ab, Bt, Cb, SAb if ins.scale else None, SBt if ins.scale else None,
+                   out, chunk)
+        return out
     for lo in range(0, total, chunk):
         hi = min(total, lo + chunk)
         lane = np.arange(lo, hi, dtype=np.int64)
@@ -239,6 +252,30 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
         flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
             np.array([int(x) for x in v], dtype=out.dtype)
     return out
+
+
+def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
+    """The compiled path: tiles are expanded to lanes with contiguous copies (np.repeat /
+    broadcast), lane order (tile, i, j) as in `out`; the kernel reads strided columns."""
+    M, N, K = ins.m, ins.n, ins.k
+    A3 = Ab.reshape(-1, M, K)
+    B3 = Bt.reshape(-1, N, K)
+    C2 = Cb.reshape(-1, M * N)
+    S3 = (SAb.reshape(-1, M, SAb.shape[-1]), SBt.reshape(-1, N, SBt.shape[-1])) if SAb is not None else None
+    flat = out.reshape(-1, M * N)
+    step = max(1, chunk // (M * N))
+    for t0 in range(0, len(A3), step):
+        t1 = min(len(A3), t0 + step)
+        T = t1 - t0
+        ae = np.repeat(A3[t0:t1], N, axis=1).reshape(-1, K)
+        be = np.broadcast_to(B3[t0:t1, None], (T, M, N, K)).reshape(-1, K)
+        cols = [ae[:, k] for k in range(K)] + [be[:, k] for k in range(K)] + [np.ascontiguousarray(C2[t0:t1]).reshape(-1)]
+        if S3 is not None:
+            sa = np.repeat(S3[0][t0:t1], N, axis=1).reshape(T * M * N, -1)
+            sb = np.broadcast_to(S3[1][t0:t1, None], (T, M) + S3[1].shape[1:]).reshape(T * M * N, -1)
+            cols += [sa[:, q] for q in range(sa.shape[1])] + [sb[:, q] for q in range(sb.shape[1])]
+        (d,) = kern(*cols)
+        flat[t0:t1] = d.reshape(T, M * N)
 
 
 # --------------------------------------------------------------------------------------------

@@ -117,7 +117,9 @@ def _check_param(name: str, v: Any) -> str | None:
         return None if v in ("default", "propagate") or (_is_int(v) and v >= 0) else \
             '"default", "propagate" or the NaN code as an int (e.g. 0x7FFFFFFF)'
     if name == "overflow":
-        return None if v in ("ieee", "saturate") else '"ieee" or "saturate"'
+        return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
+    if name == "zero_sign":
+        return None if v in ("ieee", "positive") else '"ieee" or "positive"'
     if name in ("tf32_round", "mode"):
         return None if v in fp.MODES else "one of " + ", ".join(fp.MODES)
     # a parameter this loader does not know yet: any TOML scalar

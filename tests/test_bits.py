@@ -15,8 +15,7 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mmaformal.bits import (BV, INT, NUMPY, Bool, Z3Backend, bvmax, bvmin, clz, ite,
-                            shr_sticky)
+from mmaformal.bits import INT, NUMPY, Bool, Z3Backend, bvmax, bvmin, clz, ite, shr_sticky
 
 CONCRETE = {"int": INT, "numpy": NUMPY}
 

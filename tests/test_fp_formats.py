@@ -7,7 +7,6 @@ checked, since they are different code.
 """
 from __future__ import annotations
 
-import math
 import struct
 import zlib
 from fractions import Fraction
@@ -291,7 +290,7 @@ def test_unknown_names_list_what_is_expected():
         fp.add("f32", INT.lift(0, 32), INT.lift(0, 32), "up")
     with pytest.raises(ValueError, match=r"unknown output conversion 'RZ-FP64'; expected one of RZ-FP32"):
         mma.rho_of("RZ-FP64")
-    with pytest.raises(ValueError, match=r"zero_exp must be 'excluded' or 'field'"):
+    with pytest.raises(ValueError, match=r"zero_exp must be 'excluded'.*'field'"):
         mma.t_fdpa([INT.lift(0, 16)], [INT.lift(0, 16)], INT.lift(0, 32), "f16", "f16", "f32",
                    24, "RZ-FP32", zero_exp="min")
     with pytest.raises(ValueError, match="round_to takes an unsigned sig and a signed exp"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import (X, exp_codes, finite_codes, hexs, is_nan_bits, ofmt, oracle_map, pack,
+from conftest import (X, exp_codes, hexs, is_nan_bits, ofmt, oracle_map, pack,
                       random_codes, sparse_codes, special_mix, storage_dtype, subnormal_codes)
 from mmaformal import fp
 from mmaformal.bits import INT, NUMPY

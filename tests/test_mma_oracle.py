@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from conftest import (X, OpSpec, compare_with_oracle, lift_all, ofmt, t_fdpa_spec, tr_fdpa_spec)
+from conftest import X, OpSpec, compare_with_oracle, lift_all, t_fdpa_spec, tr_fdpa_spec
 from mmaformal import fp, mma
 from mmaformal.bits import INT, NUMPY
 

@@ -1,8 +1,9 @@
 """Negative controls: deliberately broken twins of the operations must be caught.
 
 Each mutant runs through the very comparison that the real operation passes in
-test_mma_oracle.py (conftest.compare_with_oracle, same input classes, same seed): the real
-operation gives no mismatch, the mutant gives some. If a mutant ever passes, the comparison
+test_mma_oracle.py (conftest.compare_with_oracle: same input classes, same oracle, here on
+480 cases with one fixed seed): the real operation gives no mismatch on exactly those
+inputs, the mutant gives some. If a mutant ever passes, the comparison
 (or its inputs) has gone blind to that kind of error.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from conftest import compare_with_oracle, t_fdpa_spec, tr_fdpa_spec
+from conftest import compare_with_oracle, lift_all, t_fdpa_spec, tr_fdpa_spec
 from mmaformal import bits, mma
 
 N_PER_KIND = 60           # 480 cases: enough to catch every mutant below, with margin
@@ -41,7 +42,6 @@ def test_mutant_F_minus_1_is_caught(real):
     (fa, fb, fc, L, F, rho), op = real
 
     def core(A, B, C, S):
-        from conftest import lift_all
         return mma.t_fdpa(lift_all(fa, A), lift_all(fb, B), lift_all(fc, [C])[0], fa, fb, fc, F - 1, rho).v
 
     n, total = _caught(dataclasses.replace(op, core=core))

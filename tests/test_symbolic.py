@@ -22,7 +22,6 @@ symbolic rounding mode equals each concrete mode.
 """
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Callable
 

@@ -696,8 +696,10 @@ class Cache:
             self.root.mkdir(parents=True, exist_ok=True)
             (self.root / f"{sha}.smt2").write_text(text)
             (self.root / f"{sha}.json").write_text(json.dumps(
-                {"status": "unsat", "solver": r.solver, "solver_version": r.version,
-                 "seconds": round(r.seconds, 3), "query": f"{sha}.smt2"}, indent=1) + "\n")
+                {"status": "unsat", "verdict": "proved", "solver": r.solver,
+                 "solver_version": r.version, "seconds": round(r.seconds, 3),
+                 "query": f"{sha}.smt2", "claim": "a lemma of a decomposed proof (the negated "
+                 "lemma is this query; unsat proves it)"}, indent=1) + "\n")
 
 
 #: The process-wide cache; `prove --save` points it at proofs/cache.
@@ -810,24 +812,34 @@ def step_diff(A: Model, B: Model, w: Witness) -> str:
                      w.padded(B.k, B.nscale).scale_a, w.padded(B.k, B.nscale).scale_b, B.theory)
     except Exception as e:  # explain is a diagnostic: never fail the verb on it
         return f"(trace unavailable: {str(e).splitlines()[0]})"
-    keys = ("e_max", "S", "T'", "c'", "E", "exact", "finite_result", "rule", "bits", "result",
-            "accumulator_in", "products")
+    keys = ("e_max", "S", "T'", "c'", "E", "exact", "finite_result", "rule", "bits",
+            "accumulator_in", "products", "k")
 
     def brief(s):
-        d = {k: s[k] for k in keys if k in s}
-        return f"{s['step']} " + json.dumps(d, sort_keys=True, default=str)
+        d = {}
+        for k in keys:
+            if k in s:
+                v = s[k]
+                d[k] = v["bits"] if isinstance(v, dict) and "bits" in v else v
+        return json.dumps(d, sort_keys=True, default=str)
     sa, sb = ra["steps"], rb["steps"]
+    ka = [s["k"] for s in sa if s["step"] == "block"]
+    kb = [s["k"] for s in sb if s["step"] == "block"]
+    pre = ""
+    if ka != kb:
+        r = lambda ks: "; ".join(f"k={b[0]}..{b[-1]}" for b in ks)
+        pre = f"block structure differs ({A.label}: {r(ka)} | {B.label}: {r(kb)}); "
+        sa = [s for s in sa if s["step"] not in ("block", "block result")]
+        sb = [s for s in sb if s["step"] not in ("block", "block result")]
     for i, (x, y) in enumerate(zip(sa, sb)):
         if x["step"] != y["step"]:
-            return (f"step {i}: the compositions differ ({A.label}: {x['step']}, "
-                    f"{B.label}: {y['step']})")
+            return pre + f"the compositions differ ({A.label}: {x['step']}, {B.label}: {y['step']})"
         bx, by = brief(x), brief(y)
         if bx != by:
-            return f"step {i} ({x['step']}): {A.label}: {bx[len(x['step']) + 1:]}  |  " \
-                   f"{B.label}: {by[len(y['step']) + 1:]}"
+            return pre + f"first differing step: {x['step']}: {A.label}: {bx}  |  {B.label}: {by}"
     if len(sa) != len(sb):
-        return f"the traces have {len(sa)} and {len(sb)} steps"
-    return "the traces agree step by step except in the output bits"
+        return pre + f"the traces have {len(sa)} and {len(sb)} steps"
+    return pre + "the traces agree step by step except in the output bits"
 
 
 # ============================================================================================
@@ -1054,7 +1066,7 @@ def render(res: dict) -> str:
             for lab, v in f.outputs.items():
                 L.append(f"  {lab}: {_hex(v, A.ins.d)} ({decimal(value_of(v, A.ins.d))})")
             if f.step:
-                L.append(f"  first differing step: {f.step}")
+                L.append(f"  trace: {f.step}")
         for s in getattr(replay, "skipped", []):
             L.append("note: " + s)
     elif st == "equivalent":

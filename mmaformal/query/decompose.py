@@ -1,0 +1,377 @@
+"""Layer 5, query/decompose: prove claims about FDPA theories piece by piece, at the
+fixed-point interface, instead of as one monolithic query.
+
+A theory's dot product is evaluated once on the z3 back-end with `mma.TRACE` set; the notes
+the elementary operations leave give, per block of the chain, the terms of the cut:
+
+    e_max (E)            the alignment exponent of the fused sum
+    aligned terms (A_t)  each term aligned at E and truncated to F fraction bits
+    S                    the fixed-point sum of the aligned terms
+    nan, pinf, ninf (N P Q), zero_sign (Z)     the special-value flags
+    the block's output   a function G(S, E, N, P, Q, Z) once those are cut
+
+A *cut* replaces a subterm by a fresh variable (`z3.substitute`). Every factorization is
+checked syntactically: after the cut, the remaining term must contain only the cut variables
+(so out = G[cut vars := cut terms] exactly); otherwise the decomposition is refused and the
+caller falls back to the monolithic query. Lemmas are proved for all values of the cut
+variables (a stronger statement, so sound), with their free variables renamed canonically,
+so identical lemmas (the same term shape at every k, the same output conversion in every
+theory with the same rho) have identical SMT-LIB text and are solved once (the cache is keyed
+by the canonical sha256 of the text; `prove --save` keeps proved lemmas in proofs/cache/).
+
+Symmetry, Phi(-A, B, -C) ~ -Phi(A, B, C) (~: equal bits, or both NaN, or both zero), by
+induction over the chain of blocks u_1 = B_1(x_1, c), u_j = B_j(x_j, u_{j-1}) and the final
+IEEE addition of c where the theory accumulates that way. Lemmas, with s = the negation map
+(a_k -> -a_k, c -> -c, D -> -D for the cut accumulator D of a later block):
+
+    sym.E        s(E) = E
+    sym.term     s(A_t)[s(E) := V] = -(A_t[E := V])  and  |A_t[E := V]| < 2^mw_t  (all V)
+    sym.sum      S = sum_t A_t (checked syntactically);  sum(-A_t) = -sum(A_t) != INT_MIN
+                 for all |A_t| < 2^mw_t
+    sym.flags    s(N) = N, s(P) = Q, s(Q) = P, and P & Q -> N
+    sym.out      S != INT_MIN and (P & Q -> N)  =>  G(-S, E, N, Q, P, Z') ~ -G(S, E, N, P, Q, Z)
+    cong.*       (blocks after the first) D ~ D'  =>  E, the aligned c-term, N, P, Q agree,
+                 and G(.., Z) ~ G(.., Z'): so B_j(x, D) ~ B_j(x, D')
+    add.sym, add.cong    the same two facts for the final addition fp.add(u, c)
+
+Combination: s(u_1) ~ -u_1 (sym.* of block 1); s(u_j) = B_j(s x_j, s u_{j-1}) ~ B_j(s x_j,
+-u_{j-1}) (cong.*, induction) = s(B_j(x_j, u_{j-1})) ~ -u_j (sym.* of block j); the final
+addition likewise; ~ is an equivalence relation and respects negation.
+
+May import: mmaformal.query.distinguish (models, solver, cache), mmaformal.mma/fp/bits, z3.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Sequence
+
+from .. import fp, mma
+from ..bits import BV, Z3Backend
+from .distinguish import (CACHE, Inputs, Model, approx_equal, free_vars, neg_bits,
+                          solve_cached, to_smt2)
+
+__all__ = ["Lemma", "Structure", "structure", "symmetry_lemmas", "run_lemmas",
+           "COMBINATION_SYMMETRY"]
+
+COMBINATION_SYMMETRY = (
+    "induction over the chain of blocks: block 1 is symmetric (sym.*: s(E)=E, aligned terms "
+    "negate, the sum negates and is not INT_MIN, the flags swap +Inf/-Inf, and the output "
+    "conversion G(S,E,N,P,Q,Z) is odd up to ~); every later block is symmetric in its "
+    "inputs and congruent (cong.*) in its accumulator under ~ (equal-or-zero accumulators give "
+    "the same E, aligned terms, flags, hence S, and outputs that differ at most in the sign "
+    "of a zero; NaN accumulators set the NaN flag, which gives a NaN output); the final IEEE addition of c "
+    "(accumulate = add) is symmetric and congruent (add.*: a NaN chain output gives NaN, +0 and "
+    "-0 chain outputs give ~-equal results); ~ (equal, both NaN, or both zero) "
+    "is an equivalence relation that negation respects. Each factorization out = G[cut] was "
+    "checked syntactically (no input variable left after the cut).")
+
+
+@dataclasses.dataclass
+class Lemma:
+    """One sub-query: `assertions` is the negation of the lemma (UNSAT proves it)."""
+
+    name: str
+    role: str
+    assertions: list
+    _text: str = ""
+
+    @property
+    def text(self) -> str:
+        if not self._text:
+            self._text = _canonical_text(self.assertions)
+        return self._text
+
+
+def _canonical_text(assertions) -> str:
+    """SMT-LIB2 text with the input variables renamed x0, x1, ... in name order (cut
+    variables, which end in '_', keep their names), and declarations sorted."""
+    import z3
+    names = sorted(n for n in free_vars(*assertions) if not n.endswith("_"))
+    consts = {}
+    stack, seen = list(assertions), set()
+    want = set(names)
+    while stack and len(consts) < len(want):
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if e.decl().name() in want:
+                consts[e.decl().name()] = e
+        elif z3.is_app(e):
+            stack.extend(e.children())
+    pairs = []
+    for i, n in enumerate(names):
+        e = consts[n]
+        new = z3.BitVec(f"x{i}", e.size()) if z3.is_bv(e) else z3.Bool(f"x{i}")
+        pairs.append((e, new))
+    if pairs:
+        assertions = [z3.substitute(a, *pairs) for a in assertions]
+    text = to_smt2(assertions)
+    lines = text.split("\n")
+    decl = sorted(l for l in lines if l.startswith("(declare-fun") or l.startswith("(declare-const"))
+    rest = [l for l in lines if not (l.startswith("(declare-fun") or l.startswith("(declare-const"))]
+    head = [l for l in rest if l.startswith("(set-") or l.startswith("; ")]
+    body = [l for l in rest if l not in head]
+    return "\n".join(head + decl + body)
+
+
+# ============================================================================================
+# The structure of a traced dot product
+# ============================================================================================
+
+@dataclasses.dataclass
+class Block:
+    c_in: BV
+    fc: str
+    out: BV | None = None
+    fs: dict | None = None
+    aligned: list = dataclasses.field(default_factory=list)
+    S: BV | None = None
+    conv: dict | None = None
+    sp: dict | None = None
+
+
+@dataclasses.dataclass
+class Structure:
+    model: Model
+    K: Z3Backend
+    inp: Inputs
+    out: BV
+    blocks: list
+    acc: dict | None
+    why: str = ""          # non-empty: the trace has a shape the decomposition does not handle
+
+
+_FDPA_TAIL_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa")
+
+
+def structure(m: Model) -> Structure:
+    """Evaluate m's dot product symbolically with the trace on and split it into blocks."""
+    K = Z3Backend()
+    inp = Inputs.for_model(K, m)
+    notes: list = []
+    tok = mma.TRACE.set(notes)
+    try:
+        out = m.dot(K, *inp.padded(m))
+    finally:
+        mma.TRACE.reset(tok)
+    st = Structure(m, K, inp, out, [], None)
+    if m.theory.model != "fdpa" or m.theory.op not in _FDPA_TAIL_OPS:
+        st.why = f"op {m.theory.op} is not a T-FDPA-family fused sum"
+        return st
+    out_fmt = mma.rho_of(m.theory.param_dict["rho"])[2].name
+    cur = None
+    for label, v in notes:
+        if label == "block":
+            first = not st.blocks
+            fc = (m.ins.d if m.theory.accumulate == "add" else m.ins.c) if first else out_fmt
+            cur = Block(v["c"], fc)
+            st.blocks.append(cur)
+        elif label == "fused_sum":
+            if cur is None or cur.fs is not None:
+                st.why = "more than one fused sum in a block"
+                return st
+            cur.fs = v
+        elif label == "aligned":
+            cur.aligned.append(v)
+        elif label == "S":
+            cur.S = v
+        elif label == "convert":
+            cur.conv = v
+        elif label == "special":
+            cur.sp = v
+        elif label == "block_out":
+            cur.out = v
+        elif label == "accumulate_add":
+            st.acc = v
+        elif label in ("convert_operands", "k_order", "chain"):
+            pass
+        else:
+            st.why = f"unexpected step {label!r} in the trace"
+            return st
+    if not st.blocks or any(b.out is None or b.S is None or b.sp is None for b in st.blocks):
+        st.why = "incomplete trace"
+    return st
+
+
+# ============================================================================================
+# Symmetry lemmas
+# ============================================================================================
+
+class NotDecomposable(Exception):
+    pass
+
+
+def _sub(e, pairs):
+    import z3
+    return z3.substitute(e, *pairs) if pairs else e
+
+
+def _bv(K, e, w, s=False) -> BV:
+    return BV(K, w, s, e)
+
+
+def symmetry_lemmas(st: Structure) -> list[Lemma]:
+    """The lemmas of the symmetry claim for a decomposable structure (NotDecomposable when a
+    factorization check fails)."""
+    import z3
+    if st.why:
+        raise NotDecomposable(st.why)
+    m, K, inp = st.model, st.K, st.inp
+    ins = m.ins
+    fa, fc = ins.a, ins.c
+    # the negation map on the inputs (b and the scales are not negated)
+    sigma = [(x.v, neg_bits(x, fa).v) for x in inp.a]
+    sigma.append((inp.c.v, neg_bits(inp.c, fc).v))
+    lemmas: list[Lemma] = []
+    prev_out = None
+    input_names = set(inp.names())
+    for j, blk in enumerate(st.blocks):
+        tag = f"block{j}"
+        fcj = blk.fc
+        wD = fp.fmt(fcj).storage
+        cut_D = []
+        D = None
+        if prev_out is not None:
+            D = z3.BitVec("D_", wD)
+            cut_D = [(prev_out.v, D)]
+        E = _sub(blk.fs["e_max"].v, cut_D)
+        al = [_sub(x.v, cut_D) for x in blk.aligned]
+        S = _sub(blk.S.v, cut_D)
+        N, P, Q = (_sub(blk.sp[k].v, cut_D) for k in ("nan", "pinf", "ninf"))
+        Z = _sub(blk.conv["zero_sign"].v, cut_D)
+        out = _sub(blk.out.v, cut_D)
+        if prev_out is not None:
+            left = free_vars(out) - {"D_"}
+            if not left <= input_names:
+                raise NotDecomposable(f"{tag}: the accumulator cut left {sorted(left - input_names)}")
+        sig = list(sigma) + ([(D, neg_bits(_bv(K, D, wD), fcj).v)] if D is not None else [])
+        s = lambda e: _sub(e, sig)
+        w = blk.S.w
+        INT_MIN = 1 << (w - 1)
+        V = z3.BitVec("E_", E.size())
+        sE = s(E)
+        lemmas.append(Lemma(f"{tag}.sym.E", "the alignment exponent is unchanged by negation",
+                            [z3.Not(sE == E)]))
+        F = blk.fs["F"]
+        bounds = []
+        for t, (a_t, term) in enumerate(zip(al, blk.fs["terms"])):
+            ls = max(0, F - term.fb)
+            mw = term.sig.w + ls
+            lhs = _sub(s(a_t), [(sE, V)])
+            rhs = _sub(a_t, [(E, V)])
+            claim = lhs == -rhs
+            if mw < w - 1:
+                claim = z3.And(claim, rhs < (1 << mw), rhs > -(1 << mw))
+                bounds.append(mw)
+            else:
+                bounds.append(None)
+            lemmas.append(Lemma(f"{tag}.sym.term{t}", "an aligned term negates (any E) and is "
+                                "bounded", [z3.Not(claim)]))
+        A = [z3.BitVec(f"A{t}_", w) for t in range(len(al))]
+        S_sub = _sub(S, list(zip(al, A)))
+        if not free_vars(S_sub) <= {f"A{t}_" for t in range(len(al))}:
+            raise NotDecomposable(f"{tag}: S is not a function of the aligned terms")
+        hyp = [z3.And(x < (1 << b), x > -(1 << b)) for x, b in zip(A, bounds) if b is not None]
+        S_neg = _sub(S_sub, [(x, -x) for x in A])
+        lemmas.append(Lemma(f"{tag}.sym.sum", "the sum of negated terms is the negated sum, and "
+                            "never INT_MIN", [z3.And(*hyp) if hyp else z3.BoolVal(True),
+                                              z3.Not(z3.And(S_neg == -S_sub, S_sub != INT_MIN))]))
+        lemmas.append(Lemma(f"{tag}.sym.flags", "NaN is kept, +Inf and -Inf swap, +Inf and -Inf "
+                            "together are NaN",
+                            [z3.Not(z3.And(s(N) == N, s(P) == Q, s(Q) == P,
+                                           z3.Implies(z3.And(P, Q), N)))]))
+        Sv, Ev = z3.BitVec("S_", w), z3.BitVec("E_", E.size())
+        Nv, Pv, Qv, Zv, Zv2 = (z3.Bool(n) for n in ("N_", "P_", "Q_", "Z_", "Z2_"))
+        G = _sub(out, [(S, Sv), (E, Ev), (N, Nv), (P, Pv), (Q, Qv), (Z, Zv)])
+        left = free_vars(G) - {"S_", "E_", "N_", "P_", "Q_", "Z_"}
+        if left:
+            raise NotDecomposable(f"{tag}: the output is not a function of (S, E, N, P, Q, Z): "
+                                  f"{sorted(left)[:4]} remain")
+        fd = mma.rho_of(m.theory.param_dict["rho"])[2]
+        wd = fd.storage
+        G2 = _sub(G, [(Sv, -Sv), (Pv, Qv), (Qv, Pv), (Zv, Zv2)])
+        g1, g2 = _bv(K, G, wd), _bv(K, G2, wd)
+        ok = approx_equal(g2, neg_bits(g1, fd), fd).v
+        lemmas.append(Lemma(f"{tag}.sym.out", "the output conversion and special values are odd "
+                            "up to ~", [Sv != INT_MIN, z3.Implies(z3.And(Pv, Qv), Nv), z3.Not(ok)]))
+        if D is not None:
+            D2 = z3.BitVec("D2_", wD)
+            dD = fp.decode(fcj, _bv(K, D, wD))
+            h = approx_equal(_bv(K, D, wD), _bv(K, D2, wD), fcj).v
+            hn = z3.And(h, z3.Not(dD.nan.v))        # ~-equal and not NaN: equal or both zero
+            tau = lambda e: _sub(e, [(D, D2)])
+            tE = tau(E)
+            lemmas.append(Lemma(f"{tag}.cong.E", "E agrees on equal-or-zero accumulators",
+                                [hn, z3.Not(tE == E)]))
+            for t, a_t in enumerate(al):
+                rhs = _sub(a_t, [(E, V)])
+                if "D_" not in free_vars(rhs):
+                    continue
+                lemmas.append(Lemma(f"{tag}.cong.term{t}", "the aligned accumulator agrees on "
+                                    "equal-or-zero accumulators (any E)",
+                                    [hn, z3.Not(_sub(tau(a_t), [(tE, V)]) == rhs)]))
+            lemmas.append(Lemma(f"{tag}.cong.flags", "the flags agree on ~-equal accumulators, and "
+                                "a NaN accumulator sets the NaN flag",
+                                [h, z3.Not(z3.And(tau(N) == N, tau(P) == P, tau(Q) == Q,
+                                                  z3.Implies(dD.nan.v, N)))]))
+            lemmas.append(Lemma(f"{tag}.cong.nan", "the NaN flag gives a NaN output",
+                                [Nv, z3.Not(fp.decode(fd, g1).nan.v)]))
+            gz = _bv(K, _sub(G, [(Zv, Zv2)]), wd)
+            lemmas.append(Lemma(f"{tag}.cong.out", "the sign of a zero sum only decides the sign "
+                                "of a zero output", [z3.Not(approx_equal(gz, g1, fd).v)]))
+        prev_out = blk.out
+    if st.acc is not None:
+        fd = fp.fmt(ins.d)
+        wd = fd.storage
+        U = z3.BitVec("U_", wd)
+        Gadd = _sub(st.out.v, [(prev_out.v, U)])
+        left = free_vars(Gadd) - {"U_"}
+        if not left <= {str(inp.c.v)}:
+            raise NotDecomposable(f"final addition is not a function of (u, c): {sorted(left)[:4]}")
+        cc = inp.c
+        gs = _bv(K, _sub(Gadd, [(U, neg_bits(_bv(K, U, wd), fd).v), (cc.v, neg_bits(cc, fc).v)]), wd)
+        g = _bv(K, Gadd, wd)
+        lemmas.append(Lemma("add.sym", "the final addition of c is odd up to ~",
+                            [z3.Not(approx_equal(gs, neg_bits(g, fd), fd).v)]))
+        # congruence by the classes of ~: equal (nothing to prove), both NaN, both zero
+        uU = fp.decode(fd, _bv(K, U, wd))
+        lemmas.append(Lemma("add.cong.nan", "a NaN chain output gives a NaN result",
+                            [uU.nan.v, z3.Not(fp.decode(fd, g).nan.v)]))
+        g0 = _bv(K, _sub(Gadd, [(U, z3.BitVecVal(0, wd))]), wd)
+        g1 = _bv(K, _sub(Gadd, [(U, z3.BitVecVal(fd.sign_bit << fd.pad, wd))]), wd)
+        lemmas.append(Lemma("add.cong.zero", "+0 and -0 chain outputs give ~-equal results",
+                            [z3.Not(approx_equal(g0, g1, fd).v)]))
+    else:
+        if not st.out.v.eq(prev_out.v):
+            raise NotDecomposable("the output is not the last block's output")
+    return lemmas
+
+
+# ============================================================================================
+# Running lemmas
+# ============================================================================================
+
+def run_lemmas(lemmas: Sequence[Lemma], solver: str, timeout: float | None,
+               persist: bool = False, deadline: float | None = None) -> tuple[str, list[dict]]:
+    """Solve every lemma (cached by canonical sha256). Returns ("proved" | "failed" |
+    "unknown", parts), parts: one dict per lemma (name, role, sha256, status, solver,
+    seconds, cached). Stops at the first lemma that is not proved."""
+    parts = []
+    for lm in lemmas:
+        left = timeout
+        if deadline is not None:
+            left = max(0.1, deadline - time.perf_counter())
+            left = left if timeout is None else min(left, timeout)
+        r, h, cached = solve_cached(lm.text, solver, left, persist)
+        parts.append({"lemma": lm.name, "role": lm.role, "sha256": h, "status": r.status,
+                      "solver": r.solver, "solver_version": r.version,
+                      "seconds": round(r.seconds, 3), "cached": cached,
+                      "query": f"../cache/{h}.smt2", "text": lm.text})
+        if r.status == "sat":
+            return "failed", parts
+        if r.status != "unsat":
+            return "unknown", parts
+    return "proved", parts

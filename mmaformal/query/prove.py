@@ -1,0 +1,1030 @@
+"""Layer 5, query/prove: prove claims about instruction models, or refute them with a witness
+that is replayed concretely.
+
+    mmaformal prove equiv A B [--instr NAME] [--where C ...]
+    mmaformal prove symmetry [TARGET ...] [--set nvidia-tfdpa|cdna3-tr] [--method M] [-j N]
+    mmaformal prove monotonic A
+    mmaformal prove bound A [--rounds N]
+    mmaformal prove unobservable A PARAM=VALUE
+    common: --solver S|portfolio --timeout SEC --save --emit-smt2 FILE --json
+
+Claims (the exact sentence is printed and stored with every result):
+
+- equiv: A and B give bitwise-identical outputs for every input (satisfying --where).
+- symmetry: Phi(-A, B, -C) ~ -Phi(A, B, C) for every input, where -x flips the sign bit (in
+  formats without -0, fnuz, the zero 0x00 and the NaN 0x80 are their own negations) and x ~ y
+  means: equal bits, or both NaN (NaN payloads and signs are not compared), or both zero (the
+  sign of an exact-zero output is not compared: IEEE sum-of-zeros rules make it depend on the
+  signs of zero addends, which negation does not map consistently). T-FDPA-family theories are
+  proved piece by piece (mmaformal.query.decompose); others, and refutations, monolithically.
+- monotonic (after Mikaitis 2024, monotonicity of multi-term adders): for all finite inputs
+  (a, b, c) and (a', b', c') that differ in exactly one addend (one product a_i*b_i, where
+  a_i and b_i may both change, or c) whose exact value does not decrease, Phi(a', b', c') is
+  not smaller than Phi(a, b, c), outputs compared as real numbers (+0 = -0, -Inf < finite <
+  +Inf; a NaN output on either side is outside the claim).
+- bound: seed 002 Table 9: for finite inputs on which no block output overflows (every block
+  output finite and below the largest finite magnitude), |Phi(a, b, c) - (c + sum a_k b_k)|
+  <= sum over the chained blocks j of n_j 2^(e_max,j - F) + r ulp(d_j), with n_j the number
+  of addends of block j (L + 1), e_max,j its alignment exponent, d_j its output, r = 1 for
+  RZ outputs and 1/2 for RNE. Refuted: the worst witness found (largest excess) is reported.
+- unobservable P=V: the theory with parameter P set to V is equivalent (claim equiv).
+
+Every proof has a broken twin that the same query shows SAT (equiv/unobservable: B with F-1 or
+another rounding; symmetry: the RD-twin, aligned terms rounded toward -inf as TR-FDPA does;
+bound: the theory with F-2 against the same bound). Every refutation's witness is replayed on
+the int and numpy back-ends (and the compiled path) before it is reported. A solver time-out
+is "unknown" with the time spent, never "proved".
+
+Stores (--save): proofs/<claim>/<name>.json (+ .smt2 for monolithic queries), proved lemmas in
+proofs/cache/<sha256>.smt2|json, refutations in counterexamples/<claim>/.
+
+Exit codes (`run`): 0 proved, 1 refuted, 2 bad input, 3 internal error, 4 unknown.
+
+May import: mmaformal.query.distinguish/decompose/cex/store, the layers below, z3.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as _dt
+import fnmatch
+import hashlib
+import inspect
+import json
+import multiprocessing as mp
+import os
+import re
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Sequence
+
+from .. import fp, isa, mma
+from .. import theory as _theory
+from ..bits import BV, INT, Z3Backend, bvmax, clz, ite
+from . import decompose as _dec
+from .distinguish import (BadInput, CACHE, CACHE_DIR, EXIT_BAD, EXIT_INTERNAL, EXIT_OK,
+                          EXIT_REFUTED, EXIT_UNKNOWN, InternalError, Inputs, Model, Witness,
+                          _hex, add_common, approx_equal, build, check, equivalence_twin,
+                          evaluate, free_vars, mutate, neg_bits, portable, replay, resolve,
+                          resolve_pair, search, to_smt2)
+from .store import PROOFS, sha256
+
+__all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
+           "prove_bound", "symmetry_groups", "value_lt", "store_equivalence", "add_parser",
+           "run", "CLAIMS"]
+
+CLAIMS = ("equiv", "symmetry", "monotonic", "bound", "unobservable")
+
+SYMMETRY_STATEMENT = (
+    "Phi(-A, B, -C) ~ -Phi(A, B, C) for every input, where -x flips the sign bit (fnuz "
+    "formats: 0x00 and the NaN 0x80 are their own negations) and x ~ y means bitwise equal, "
+    "except that any two NaN outputs are equal and any two zero outputs (+0, -0) are equal")
+
+
+def depends() -> dict[str, str]:
+    """Hashes of the definitions the claims depend on (source of bits, fp, mma)."""
+    from .. import bits
+    return {m.__name__: hashlib.sha256(inspect.getsource(m).encode()).hexdigest()[:16]
+            for m in (bits, fp, mma)}
+
+
+def _now() -> float:
+    return time.perf_counter()
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")[:120]
+
+
+def outcome(status, claim, models, seconds, solver="", witness=None, **kw) -> dict:
+    d = {"status": status, "claim": claim, "witness": witness, "solver": solver,
+         "seconds": round(seconds, 3), "models": [m.spec() for m in models], "method": "",
+         "parts": [], "twin": None, "saved": [], "reason": "", "detail": {}}
+    d.update(kw)
+    return d
+
+
+# ============================================================================================
+# Concrete helpers
+# ============================================================================================
+
+def value_lt(x: int, y: int, f: str) -> bool:
+    """x < y as real numbers (both non-NaN; +0 = -0; +-Inf at the ends)."""
+    from ..simulate import value_of
+    def key(v):
+        v = value_of(v, f)
+        if v in ("inf", "-inf"):
+            return (1 if v == "inf" else -1, 0)
+        return (0, Fraction(0) if v in ("0", "-0") else v)
+    return key(x) < key(y)
+
+
+def _neg_witness(w: Witness) -> Witness:
+    n = lambda v, f: int(neg_bits(INT.const(v, fp.fmt(f).storage, False), f).v)
+    return Witness(w.fa, w.fb, w.fc, [n(x, w.fa) for x in w.a], list(w.b), n(w.c, w.fc), w.fs,
+                   w.scale_a, w.scale_b)
+
+
+def _approx_int(x: int, y: int, f: str) -> bool:
+    s = fp.fmt(f).storage
+    return bool(approx_equal(INT.const(x, s, False), INT.const(y, s, False), f).v)
+
+
+def _neg_int(x: int, f: str) -> int:
+    return int(neg_bits(INT.const(x, fp.fmt(f).storage, False), f).v)
+
+
+def _replay_all(models, w, backends):
+    try:
+        return replay(models, w, backends)
+    except InternalError:
+        raise
+
+
+# ============================================================================================
+# Symmetry
+# ============================================================================================
+
+def symmetry_query(m: Model):
+    """(inputs, out, negated-input out, the negated claim) on a fresh z3 back-end."""
+    import z3
+    K = Z3Backend()
+    inp = Inputs.for_model(K, m)
+    out = m.dot(K, *inp.padded(m))
+    sigma = [(x.v, neg_bits(x, m.ins.a).v) for x in inp.a] + [(inp.c.v, neg_bits(inp.c, m.ins.c).v)]
+    sout = BV(K, out.w, False, z3.substitute(out.v, *sigma))
+    fd = m.ins.d
+    bad = z3.Not(approx_equal(sout, neg_bits(out, fd), fd).v)
+    return K, inp, out, sout, bad
+
+
+def _monolithic(assertions_fn, K, solver, timeout, t0, replay_check, obligations="lazy"):
+    """Solve a negated claim; SAT witnesses must pass replay_check(model) -> (ok, info)
+    (a witness that overflows a checked operation triggers a re-solve with the
+    obligations). Returns (status, result, info, text)."""
+    use_obl = obligations == "always"
+    while True:
+        asserts = assertions_fn() + ([portable(o) for o in K.obligations] if use_obl else [])
+        text = to_smt2(asserts)
+        left = None if timeout is None else max(0.1, timeout - (_now() - t0))
+        r = check(text, solver, left)
+        if r.status != "sat":
+            return r.status, r, None, text
+        try:
+            info = replay_check(r.model)
+        except InternalError as e:
+            if not use_obl and "overflows" in str(e):
+                use_obl = True
+                continue
+            raise
+        return "sat", r, info, text
+
+
+def _symmetry_replay(m: Model, inp: Inputs, backends):
+    def chk(model):
+        w = inp.witness(model)
+        wn = _neg_witness(w)
+        o1 = replay([m], w, backends)[m.label]
+        o2 = replay([m], wn, backends)[m.label]
+        fd = m.ins.d
+        if _approx_int(o2, _neg_int(o1, fd), fd):
+            raise InternalError(f"the solver's symmetry witness does not replay: Phi(x) = "
+                                f"{_hex(o1, fd)}, Phi(-x) = {_hex(o2, fd)} on {w.to_json()}")
+        return w, wn, o1, o2
+    return chk
+
+
+def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 600,
+                   method: str = "auto", save: bool = False, emit: str | None = None,
+                   backends=("int", "numpy", "compiled"), twin: bool = True,
+                   group: Sequence[str] = (), persist: bool | None = None) -> dict:
+    """Prove or refute symmetry of one model (see SYMMETRY_STATEMENT)."""
+    persist = save if persist is None else persist
+    t0 = _now()
+    claim = f"{m.label}: {SYMMETRY_STATEMENT}"
+    K, inp, out, sout, bad = symmetry_query(m)
+    mono_text = to_smt2([bad])
+    if emit:
+        Path(emit).write_text(mono_text)
+    res = None
+    why = ""
+    if method in ("auto", "decomposed"):
+        try:
+            st = _dec.structure(m)
+            lemmas = _dec.symmetry_lemmas(st)
+        except _dec.NotDecomposable as e:
+            lemmas, why = None, str(e)
+            if method == "decomposed":
+                raise BadInput(f"{m.label}: not decomposable: {e}") from None
+        if lemmas is not None:
+            deadline = None if timeout is None else t0 + timeout
+            status, parts = _dec.run_lemmas(lemmas, solver, timeout, persist=persist,
+                                            deadline=deadline)
+            if emit:
+                for i, p in enumerate(parts):
+                    Path(f"{emit}.{i:02d}.{p['lemma']}.smt2").write_text(p["text"])
+            texts = {p["sha256"]: p.pop("text") for p in parts}
+            solver_used = ",".join(sorted({p["solver"] for p in parts}))
+            if status == "proved":
+                res = outcome("proved", claim, [m], _now() - t0, solver_used, method="decomposed",
+                              parts=parts, combination=_dec.COMBINATION_SYMMETRY, _texts=texts)
+            elif status == "unknown" and method == "decomposed":
+                res = outcome("unknown", claim, [m], _now() - t0, solver_used,
+                              method="decomposed", parts=parts,
+                              reason=f"lemma {parts[-1]['lemma']} undecided")
+            else:
+                why = f"lemma {parts[-1]['lemma']} {'failed' if status == 'failed' else 'undecided'}" \
+                      f" (cuts over-approximate); monolithic query"
+    if res is None:
+        st_, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
+                                         _symmetry_replay(m, inp, backends))
+        if st_ == "unsat":
+            res = outcome("proved", claim, [m], _now() - t0, r.solver, method="monolithic",
+                          query_text=text, solver_version=r.version, reason=why)
+        elif st_ == "sat":
+            w, wn, o1, o2 = info
+            fd = m.ins.d
+            res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w.to_json(),
+                          method="monolithic", reason=why,
+                          detail={"negated_input": wn.to_json(), "output": _hex(o1, fd),
+                                  "output_of_negated_input": _hex(o2, fd),
+                                  "negated_output": _hex(_neg_int(o1, fd), fd)})
+            res["_runs"] = [(m, w, o1), (m, wn, o2)]
+        else:
+            res = outcome("unknown", claim, [m], _now() - t0, r.solver, method="monolithic",
+                          reason=(why + "; " if why else "") + (r.reason or "no answer"))
+    res["query_sha256"] = sha256(mono_text)
+    if res["status"] == "proved" and twin:
+        res["twin"] = symmetry_twin(m, solver, timeout, backends)
+    res["group"] = list(group) or [m.ins.name]
+    if save:
+        res["saved"] = save_result("symmetry", res, [m], mono_text)
+    res["seconds"] = round(_now() - t0, 3)
+    return res
+
+
+def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
+    """The RD-twin (aligned terms rounded toward -inf): the same claim must be refuted."""
+    tw = Model(m.label + "[align=RD]", m.theory, m.base, m.changes, True, m.n)
+    t0 = _now()
+    K, inp, out, sout, bad = symmetry_query(tw)
+    st, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
+                                    _symmetry_replay(tw, inp, backends))
+    d = {"claim": f"{tw.label}: the same claim on the RD-twin (aligned terms rounded toward "
+                  f"-inf instead of toward zero)", "status": st, "solver": r.solver,
+         "seconds": round(_now() - t0, 3), "query_sha256": sha256(text)}
+    if st == "sat":
+        w, wn, o1, o2 = info
+        d["verdict"] = "refuted"
+        d["witness"] = w.to_json()
+        d["outputs"] = {"x": _hex(o1, m.ins.d), "-x": _hex(o2, m.ins.d)}
+    return d
+
+
+# ---- groups of instructions with one arithmetic ---------------------------------------------
+
+SETS = {
+    "nvidia-tfdpa": "every NVIDIA instruction with K <= 16 whose primary theory is T-FDPA-based "
+                    "(t_fdpa, st_fdpa, gst_fdpa)",
+    "cdna3-tr": "every CDNA3 (gfx942) instruction whose primary theory is TR-FDPA or GTR-FDPA",
+}
+
+
+def _arith_key(t: _theory.Theory, ins: isa.Instruction) -> str:
+    c = t.content()
+    c.pop("id")
+    c.pop("instructions")
+    return json.dumps([c, ins.a, ins.b, ins.c, ins.d, ins.k, ins.scale, ins.scale_block],
+                      sort_keys=True)
+
+
+def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) -> list[list[str]]:
+    """Instructions grouped by identical arithmetic (theory content without its id, operand
+    formats, K): one proof per group. Targets: instruction names or fnmatch patterns, theory
+    ids; set_name: one of SETS."""
+    ts = _theory.default()
+    names: list[str] = []
+    if set_name:
+        if set_name not in SETS:
+            raise BadInput(f"unknown set {set_name!r}; known: {', '.join(SETS)}")
+        for n, ins in isa.catalog().items():
+            t = ts.theories_for(ins)
+            if not t:
+                continue
+            t = t[0]
+            if set_name == "nvidia-tfdpa" and ins.vendor == "nvidia" and ins.k <= 16 and \
+                    t.model == "fdpa" and t.op in ("t_fdpa", "st_fdpa", "gst_fdpa"):
+                names.append(n)
+            if set_name == "cdna3-tr" and ins.arch == "gfx942" and t.op in ("tr_fdpa", "gtr_fdpa"):
+                names.append(n)
+    for tg in targets:
+        if "/" in tg and any(ch in tg for ch in "*?["):
+            hit = [n for n in isa.catalog() if fnmatch.fnmatch(n, tg)]
+            if not hit:
+                raise BadInput(f"pattern {tg!r} matches no instruction")
+            names.extend(hit)
+        elif "/" in tg:
+            try:
+                names.append(isa.lookup(tg).name)
+            except ValueError as e:
+                raise BadInput(str(e)) from None
+        else:
+            try:
+                names.extend(ts.instructions_of(ts.get(tg).id))
+            except ValueError as e:
+                raise BadInput(str(e)) from None
+    groups: dict[str, list[str]] = collections.OrderedDict()
+    for n in dict.fromkeys(names):
+        ins = isa.lookup(n)
+        t = ts.theories_for(ins)[0]
+        groups.setdefault(_arith_key(t, ins), []).append(n)
+    return [sorted(v) for v in groups.values()]
+
+
+def _group_worker(args):
+    names, opts = args
+    if opts.get("cache_dir"):
+        CACHE.root = Path(opts["cache_dir"])
+    try:
+        m = resolve(names[0])
+        res = prove_symmetry(m, opts["solver"], opts["timeout"], opts["method"], opts["save"],
+                             None, opts["backends"], opts["twin"], names,
+                             persist=bool(opts.get("cache_dir")))
+        res.pop("_runs", None)
+        res.pop("_texts", None)
+        return res
+    except (BadInput, InternalError) as e:
+        return {"status": "error", "claim": names[0], "reason": str(e), "group": names,
+                "witness": None, "solver": opts["solver"], "seconds": 0.0,
+                "internal": isinstance(e, InternalError)}
+
+
+def prove_symmetry_many(groups: list[list[str]], jobs: int = 0, **opts) -> list[dict]:
+    """One proof per group, independent groups in parallel processes."""
+    import tempfile
+    jobs = jobs or os.cpu_count() or 1
+    tmp = None
+    if not opts.get("save"):             # share proved lemmas between the worker processes
+        tmp = tempfile.TemporaryDirectory(prefix="mmaformal-lemmas-")
+        opts["cache_dir"] = tmp.name
+    else:
+        opts["cache_dir"] = str(CACHE_DIR)
+    tasks = [(g, opts) for g in groups]
+    try:
+        if jobs <= 1 or len(tasks) <= 1:
+            return [_group_worker(t) for t in tasks]
+        with mp.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
+            return pool.map(_group_worker, tasks, chunksize=1)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+# ============================================================================================
+# Equivalence and unobservability
+# ============================================================================================
+
+def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla",
+                timeout=600, save=False, emit=None, backends=("int", "numpy", "compiled"),
+                claim: str | None = None, group: str = "equiv") -> dict:
+    t0 = _now()
+    wtxt = f" satisfying {', '.join(where)}" if where else ""
+    claim = claim or (f"for every input{wtxt}: {A.label} and {B.label} give bitwise-identical "
+                      f"outputs")
+    q = build(A, B, where)
+    if q.where:
+        from .distinguish import constraints_satisfiable
+        if constraints_satisfiable(q, solver if solver != "portfolio" else "bitwuzla",
+                                   timeout).status == "unsat":
+            raise BadInput("no input satisfies the constraints: " + ", ".join(where))
+    st, found, secs, last, text = search(q, 1, solver, timeout, "lazy", backends, emit)
+    if st == "distinguished":
+        f = found[0]
+        res = outcome("refuted", claim, [A, B], _now() - t0, last.solver,
+                      witness=f.witness.to_json(), method="monolithic",
+                      detail={"outputs": {k: _hex(v, A.ins.d) for k, v in f.outputs.items()},
+                              "trace": f.step, "note": q.note})
+        res["_runs"] = [(A, f.witness, f.outputs[A.label]), (B, f.witness, f.outputs[B.label])]
+    elif st == "equivalent":
+        res = outcome("proved", claim, [A, B], _now() - t0, last.solver, method="monolithic",
+                      query_text=text, solver_version=last.version, detail={"note": q.note})
+        res["twin"] = equivalence_twin(A, B, where, solver, timeout, backends)
+        if res["twin"] is None:
+            res["reason"] = "no broken twin found (no mutation of B was distinguishable)"
+    else:
+        res = outcome("unknown", claim, [A, B], _now() - t0, last.solver if last else solver,
+                      method="monolithic", reason=last.reason if last else "no answer")
+    res["query_sha256"] = sha256(text)
+    if save:
+        res["saved"] = save_result(group, res, [A, B], text)
+    res["seconds"] = round(_now() - t0, 3)
+    return res
+
+
+def store_equivalence(group, A: Model, B: Model, where, text, result, twin) -> Path:
+    """Used by `distinguish --save` when it finds two models equivalent."""
+    res = outcome("proved", f"for every input{' satisfying ' + ', '.join(where) if where else ''}: "
+                  f"{A.label} and {B.label} give bitwise-identical outputs", [A, B],
+                  result.seconds, result.solver, method="monolithic", query_text=text,
+                  solver_version=result.version)
+    res["twin"] = twin
+    res["query_sha256"] = sha256(text)
+    return Path(save_result(group, res, [A, B], text)[0])
+
+
+def prove_unobservable(A: Model, param: str, value, **kw) -> dict:
+    try:
+        B = mutate(A, {param: value}, label=f"{A.label}[{param}={value}]")
+    except (ValueError, TypeError) as e:
+        raise BadInput(str(e).splitlines()[0]) from None
+    claim = (f"parameter {param} = {value!r} is unobservable on {A.label} (theory {A.theory.id}, "
+             f"{param} = {A.theory.param_dict.get(param)!r}): both give bitwise-identical "
+             f"outputs for every input")
+    return prove_equiv(A, B, claim=claim, group="unobservable", **kw)
+
+
+# ============================================================================================
+# Monotonicity
+# ============================================================================================
+
+def _term_mag_le(t1: mma.Term, t2: mma.Term):
+    """|t1| <= |t2| for two exact terms with the same fraction bits."""
+    def norm(t):
+        lz = clz(t.sig)
+        ew = t.e.w + 3
+        lead = t.e.resize(ew) + (t.sig.w - 1) - lz.resize(ew, True)
+        return lead, t.sig.shl_wrap_var(lz)
+    l1, n1 = norm(t1)
+    l2, n2 = norm(t2)
+    return t1.zero | (~t2.zero & ((l1 < l2) | ((l1 == l2) & (n1 <= n2))))
+
+
+def _term_le(t1: mma.Term, t2: mma.Term):
+    n1 = t1.sign & ~t1.zero
+    n2 = t2.sign & ~t2.zero
+    return (n1 & ~n2) | (~n1 & ~n2 & _term_mag_le(t1, t2)) | (n1 & n2 & _term_mag_le(t2, t1))
+
+
+def _ord(x: BV, f: str) -> BV:
+    """A signed integer whose order is the real order of the non-NaN values of format f."""
+    F = fp.fmt(f)
+    mag = x.extract(F.pad + F.k - 2, F.pad).resize(F.k + 1)
+    s = x.bit(F.pad + F.k - 1) if F.signed else x.k.bconst(False)
+    m = mag.resize(F.k + 1, True)
+    return ite(s, -m, m)
+
+
+def _monotonic_parts(m: Model):
+    import z3
+    ins = m.ins
+    K = Z3Backend()
+    x = Inputs.for_model(K, m)
+    y = Inputs.for_model(K, m, prefix="p")
+    kdim = m.k
+    sel = K.var("sel", max(2, (kdim + 1).bit_length()))
+    cons = []
+    for inp in (x, y):
+        for v, f in [(v, ins.a) for v in inp.a] + [(v, ins.b) for v in inp.b] + [(inp.c, ins.c)]:
+            u = fp.decode(f, v)
+            cons.append(z3.Not((u.nan | u.inf).v))
+    cons.append((sel <= kdim).v)
+    for k in range(kdim):
+        same = (x.a[k] == y.a[k]) & (x.b[k] == y.b[k])
+        cons.append(z3.Or((sel == k).v, same.v))
+        t1 = mma.product(fp.decode(ins.a, x.a[k]), fp.decode(ins.b, x.b[k]))
+        t2 = mma.product(fp.decode(ins.a, y.a[k]), fp.decode(ins.b, y.b[k]))
+        cons.append(z3.Implies((sel == k).v, _term_le(t1, t2).v))
+    cons.append(z3.Or((sel == kdim).v, (x.c == y.c).v))
+    cons.append(z3.Implies((sel == kdim).v, (_ord(x.c, ins.c) <= _ord(y.c, ins.c)).v))
+    o1 = m.dot(K, *x.padded(m))
+    o2 = m.dot(K, *y.padded(m))
+    return K, x, y, cons, o1, o2, sel
+
+
+def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
+                    backends=("int", "numpy", "compiled")) -> dict:
+    import z3
+    t0 = _now()
+    ins = m.ins
+    claim = (f"{m.label}: for all finite inputs (a, b, c), (a', b', c') that differ in one "
+             f"addend (one product a_i*b_i, a_i and b_i both free, or c) whose exact value does "
+             f"not decrease, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
+             f"outputs excluded) [monotonicity, Mikaitis 2024]")
+    if ins.scale:
+        raise BadInput(f"{m.label}: monotonic does not take block-scaled instructions")
+    K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
+    kdim = m.k
+    u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
+    viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
+
+    def chk(model):
+        w1, w2 = x.witness(model), y.witness(model)
+        r1 = replay([m], w1, backends)[m.label]
+        r2 = replay([m], w2, backends)[m.label]
+        if not value_lt(r2, r1, ins.d):
+            raise InternalError(f"monotonicity witness does not replay: {_hex(r1, ins.d)} -> "
+                                f"{_hex(r2, ins.d)}")
+        return w1, w2, r1, r2, model.get("sel", 0)
+    st, r, info, text = _monolithic(lambda: cons + [viol], K, solver, timeout, t0, chk)
+    if emit:
+        Path(emit).write_text(text)
+    if st == "unsat":
+        res = outcome("proved", claim, [m], _now() - t0, r.solver, method="monolithic",
+                      query_text=text, solver_version=r.version)
+        res["twin"] = _monotonic_twin(m, solver, timeout, backends)
+    elif st == "sat":
+        w1, w2, r1, r2, s = info
+        what = f"product k={s}" if s < kdim else "c"
+        res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w1.to_json(),
+                      method="monolithic",
+                      detail={"increased": what, "witness2": w2.to_json(),
+                              "output": _hex(r1, ins.d), "output2": _hex(r2, ins.d)})
+        res["_runs"] = [(m, w1, r1), (m, w2, r2)]
+    else:
+        res = outcome("unknown", claim, [m], _now() - t0, r.solver, method="monolithic",
+                      reason=r.reason)
+    res["query_sha256"] = sha256(text)
+    if save:
+        res["saved"] = save_result("monotonic", res, [m], text)
+    res["seconds"] = round(_now() - t0, 3)
+    return res
+
+
+def _monotonic_twin(m, solver, timeout, backends):
+    """Twin (a mutated claim): with the inequality on the outputs reversed, the same query
+    must be SAT (an increased addend that strictly increases the output exists): the
+    constraints are not vacuous."""
+    t0 = _now()
+    K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
+    u1, u2 = fp.decode(m.ins.d, o1), fp.decode(m.ins.d, o2)
+    rev = (~u1.nan & ~u2.nan & (_ord(o1, m.ins.d) < _ord(o2, m.ins.d))).v
+
+    def chk(model):
+        w1, w2 = x.witness(model), y.witness(model)
+        r1 = replay([m], w1, backends)[m.label]
+        r2 = replay([m], w2, backends)[m.label]
+        if not value_lt(r1, r2, m.ins.d):
+            raise InternalError("monotonic twin witness does not replay")
+        return w1, w2, r1, r2
+    st, r, info, text = _monolithic(lambda: cons + [rev], K, solver, timeout, t0, chk)
+    d = {"claim": f"{m.label}: the same query with the output inequality reversed (an increased "
+                  f"addend never increases the output)", "status": st, "solver": r.solver,
+         "seconds": round(_now() - t0, 3), "query_sha256": sha256(text)}
+    if st == "sat":
+        d["verdict"] = "refuted"
+        d["witness"] = info[0].to_json()
+        d["witness2"] = info[1].to_json()
+    return d
+
+
+# ============================================================================================
+# Error bound (seed 002 Table 9)
+# ============================================================================================
+
+def _fixed(u: fp.Unpacked, shift_base: int, W: int) -> BV:
+    """The exact value of a decoded finite element as a signed W-bit integer in units of
+    2^shift_base (shift_base <= its LSB exponent)."""
+    f = u.fmt
+    K = u.sig.k
+    sh = (u.exp.resize(max(u.exp.w, 12) + 2) - (f.t + shift_base)).bitcast(False)
+    v = u.sig.resize(W).shl_wrap_var(sh).resize(W, True)
+    return ite(u.sign, -v, v)
+
+
+def _bound_parts(m: Model, F_claim: int | None = None):
+    """The Table 9 query parts of model m, the bound stated with F_claim (default the
+    theory's F): (K, inputs, constraints, excess term, U, W)."""
+    import z3
+    ins = m.ins
+    th = m.theory
+    p = th.param_dict
+    rf, rmode, sf = mma.rho_of(p.get("rho", "RNE-FP32"))
+    half = rmode == "RNE"
+    F = p["F"] if F_claim is None else F_claim
+    K = Z3Backend()
+    x = Inputs.for_model(K, m)
+    notes: list = []
+    tok = mma.TRACE.set(notes)
+    try:
+        d = m.dot(K, *x.padded(m))
+    finally:
+        mma.TRACE.reset(tok)
+    fa, fb, fc = (fp.fmt(f) for f in (ins.a, ins.b, ins.c))
+    # static exponent ranges -> fixed-point unit 2^U and width W
+    lsb_prod = (fa.emin - fa.t) + (fb.emin - fb.t)
+    lsb_c = min(fc.emin - fc.t, sf.emin - rf.t)
+    e_lo = min(fa.emin + fb.emin, fc.emin, sf.emin) - 2
+    ulp_lo = sf.emin - rf.t - 1
+    U = min(lsb_prod, lsb_c, e_lo - max(p["F"], F, p.get("F2", 0)), ulp_lo)
+    top = max(fa.emax + fb.emax + 2, fc.emax + 1, sf.emax + 1) + 1
+    W = top - U + (m.k + 4).bit_length() + 6
+    cons = []
+    for v, f in [(v, ins.a) for v in x.a] + [(v, ins.b) for v in x.b] + [(x.c, ins.c)]:
+        u = fp.decode(f, v)
+        cons.append(z3.Not((u.nan | u.inf).v))
+    exact = _fixed(fp.decode(fc, x.c), U, W)
+    for a, b in zip(x.a, x.b):
+        ua, ub = fp.decode(fa, a), fp.decode(fb, b)
+        ew = max(ua.exp.w, ub.exp.w) + 2
+        e = ua.exp.resize(ew) + ub.exp.resize(ew) - (fa.t + fb.t + U)
+        sig = ua.sig.resize(W) * ub.sig.resize(W)
+        v = sig.shl_wrap_var(e.bitcast(False)).resize(W, True)
+        exact = exact + ite(ua.sign ^ ub.sign, -v, v)
+    bound = K.const(0, W, True)
+    one = K.const(1, W, False)
+    for (E, n, allz), dj in _bound_blocks(m, notes):
+        ee = E.resize(max(E.w, 12) + 2) - (F + U)
+        tr = K.const(n, W, False).shl_wrap_var(ee.bitcast(False))
+        if allz is not None:
+            tr = ite(allz, K.const(0, W, False), tr)
+        ud = fp.decode(sf, dj)
+        ue = ud.exp.resize(max(ud.exp.w, 12) + 2) - (rf.t + (1 if half else 0) + U)
+        ulp = one.shl_wrap_var(ue.bitcast(False))
+        bound = bound + tr.resize(W, True) + ulp.resize(W, True)
+        mag = dj.extract(sf.pad + sf.k - 2, sf.pad)
+        cons.append(z3.Not((ud.nan | ud.inf).v))
+        cons.append((mag != (rf.max_code << rf.pad) >> sf.pad).v)
+    val = _fixed(fp.decode(sf, d), U, W)
+    diff = val - exact
+    err = ite(diff < 0, -diff, diff)
+    return K, x, cons, err - bound, U, W
+
+
+def _bound_blocks(m: Model, notes: list):
+    """[(E, n, all-zero flag or None), block output] per block of the traced evaluation."""
+    th = m.theory
+    ems, outs = [], []
+    for label, v in notes:
+        if label == "fused_sum" and th.op == "t_fdpa":
+            allz = None
+            for t in v["terms"]:
+                allz = t.zero if allz is None else allz & t.zero
+            ems.append((v["e_max"], len(v["terms"]), allz))
+        elif label == "tr_tail":
+            # TR/GTR: the L products fused and truncated, c added after: n = L + 1 at E
+            ems.append((v["E"], min(th.L, m.k) + 1, None))
+        elif label == "block_out":
+            outs.append(v)
+    if len(ems) != len(outs):
+        raise InternalError(f"bound: trace has {len(ems)} sums for {len(outs)} blocks")
+    return list(zip(ems, outs))
+
+
+def _bound_check(m: Model) -> None:
+    ins, th = m.ins, m.theory
+    if th.model != "fdpa" or th.op not in ("t_fdpa", "tr_fdpa", "gtr_fdpa") or ins.scale:
+        raise BadInput(f"{m.label}: bound takes T-FDPA, TR-FDPA or GTR-FDPA theories without "
+                       f"block scales (theory {th.id} is {th.describe()})")
+    if th.accumulate != "fused" or th.convert or th.k_order != "natural":
+        raise BadInput(f"{m.label}: bound does not take accumulate = add, operand conversion "
+                       f"or a k order")
+
+
+def _bound_search(m: Model, F_claim, solver, timeout, backends, rounds, t0, emit=None):
+    K, x, cons, excess, U, W = _bound_parts(m, F_claim)
+    viol = (excess > 0).v
+
+    def chk(model):
+        w = x.witness(model)
+        o = replay([m], w, backends)[m.label]
+        e_ex, e_err, e_b = _bound_concrete(m, w, F_claim)
+        if not e_err > e_b:
+            raise InternalError(f"bound witness does not replay: error {e_err} <= bound {e_b}")
+        return w, o, e_err, e_b
+    best, extra, it = None, [], 0
+    st, r, info, text = _monolithic(lambda: cons + [viol] + extra, K, solver, timeout, t0, chk)
+    first_text = text
+    if emit:
+        Path(emit).write_text(text)
+    while st == "sat":
+        w, o, e_err, e_b = info
+        if best is None or e_err - e_b > best[2] - best[3]:
+            best = (w, o, e_err, e_b)
+        it += 1
+        if it >= rounds or (timeout is not None and _now() - t0 > timeout * 0.9):
+            break
+        ex = int((e_err - e_b) / Fraction(2) ** U)
+        if ex >= (1 << (W - 2)):
+            break
+        extra = [(excess > ex).v]
+        st, r, info, text = _monolithic(lambda: cons + [viol] + extra, K, solver, timeout, t0, chk)
+    return st, r, best, it, first_text
+
+
+def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
+                backends=("int", "numpy", "compiled"), rounds: int = 4) -> dict:
+    """Prove the Table 9 bound, or find violating witnesses (up to `rounds` increasingly
+    large excesses; the worst is reported)."""
+    t0 = _now()
+    _bound_check(m)
+    p = m.theory.param_dict
+    rf, rmode, sf = mma.rho_of(p.get("rho", "RNE-FP32"))
+    claim = (f"{m.label}: for finite inputs with no block overflow, |Phi(a,b,c) - (c + sum a_k "
+             f"b_k)| <= sum_j n_j 2^(e_max,j - {p['F']}) + {'1/2' if rmode == 'RNE' else '1'} "
+             f"ulp_{rf.name}(d_j) (seed 002 Table 9)")
+    st, r, best, it, text = _bound_search(m, None, solver, timeout, backends, rounds, t0, emit)
+    ins = m.ins
+    if best is not None:
+        w, o, e_err, e_b = best
+        res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w.to_json(),
+                      method="monolithic",
+                      detail={"output": _hex(o, ins.d), "error": str(e_err), "bound": str(e_b),
+                              "ratio": f"{float(e_err / e_b):.6g}" if e_b else "inf",
+                              "rounds": it})
+        res["_runs"] = [(m, w, o)]
+    elif st == "unsat":
+        res = outcome("proved", claim, [m], _now() - t0, r.solver, method="monolithic",
+                      query_text=text, solver_version=r.version)
+        res["twin"] = _bound_twin(m, solver, timeout, backends)
+    else:
+        res = outcome("unknown", claim, [m], _now() - t0, r.solver, method="monolithic",
+                      reason=r.reason)
+    res["query_sha256"] = sha256(text)
+    if save:
+        res["saved"] = save_result("bound", res, [m], text)
+    res["seconds"] = round(_now() - t0, 3)
+    return res
+
+
+def _bound_concrete(m: Model, w: Witness, F_claim: int | None = None):
+    """(exact, |error|, bound) of the Table 9 claim for one input, with exact Fractions."""
+    from ..simulate import value_of
+    th = m.theory
+    p = th.param_dict
+    rf, rmode, sf = mma.rho_of(p.get("rho", "RNE-FP32"))
+    F = p["F"] if F_claim is None else F_claim
+    wp = w.padded(m.k)
+    exact = Fraction(value_of(wp.c, w.fc) if value_of(wp.c, w.fc) not in ("0", "-0") else 0)
+    for a, b in zip(wp.a, wp.b):
+        va, vb = value_of(a, w.fa), value_of(b, w.fb)
+        va = Fraction(0) if va in ("0", "-0") else va
+        vb = Fraction(0) if vb in ("0", "-0") else vb
+        exact += va * vb
+    notes: list = []
+    tok = mma.TRACE.set(notes)
+    try:
+        from .distinguish import _concrete_inputs
+        d = m.dot(INT, *_concrete_inputs(INT, wp))
+    finally:
+        mma.TRACE.reset(tok)
+    B = Fraction(0)
+    for (E, n, allz), dj in _bound_blocks(m, notes):
+        if allz is None or not bool(allz.v):
+            B += n * Fraction(2) ** (E.v - F)
+        u = fp.decode(sf, dj)
+        B += Fraction(2) ** (u.exp.v - rf.t) * (Fraction(1, 2) if rmode == "RNE" else 1)
+    vd = value_of(int(d.v), sf.name)
+    vd = Fraction(0) if vd in ("0", "-0") else vd
+    return exact, abs(vd - exact), B
+
+
+def _bound_twin(m: Model, solver, timeout, backends):
+    """Twin: the theory with F-2 fraction bits must violate the same bound (stated with the
+    original F)."""
+    t0 = _now()
+    F = m.theory.param_dict["F"]
+    tw = mutate(m, {"F": F - 2})
+    st, r, best, it, text = _bound_search(tw, F, solver, timeout, backends, 1, t0)
+    d = {"claim": f"{tw.label}: the same bound (with F = {F}) on the theory with F = {F - 2}",
+         "status": "sat" if best else st, "solver": r.solver, "seconds": round(_now() - t0, 3),
+         "query_sha256": sha256(text)}
+    if best:
+        d["verdict"] = "refuted"
+        d["witness"] = best[0].to_json()
+        d["error"], d["bound"] = str(best[2]), str(best[3])
+    return d
+
+
+# ============================================================================================
+# Records
+# ============================================================================================
+
+def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> list[str]:
+    """Store a proof (proofs/<group>/) or a refutation (counterexamples/<group>/)."""
+    from . import cex
+    saved = []
+    if res["status"] == "refuted" and res.get("_runs"):
+        check = {"symmetry": "asymmetric", "monotonic": "decreasing", "bound": "exceeds"}.get(
+            group, "differ")
+        p = cex.write_runs(group, models, res["_runs"], res["claim"], check,
+                           solver=res["solver"], seconds=res["seconds"],
+                           detail=res.get("detail"), group=res.get("group"))
+        saved.append(str(p))
+    elif res["status"] == "proved":
+        twin = res.get("twin")
+        if not twin or twin.get("status") != "sat":
+            res["reason"] = (res.get("reason", "") + "; not stored: no broken twin was refuted").strip("; ")
+            return saved
+        d = PROOFS / group
+        d.mkdir(parents=True, exist_ok=True)
+        name = _slug(res.get("group", [models[0].ins.name])[0] if group == "symmetry" else
+                     "--".join(m.label for m in models))
+        ts = _theory.default()
+        theories = {}
+        for mm in models:
+            theories[mm.theory.id] = mm.base.hash()
+        for n in res.get("group", []):
+            t = ts.theories_for(n)[0]
+            theories[t.id] = t.hash()
+        rec = {
+            "claim": res["claim"], "verdict": "proved", "method": res["method"],
+            "solver": res["solver"], "solver_version": res.get("solver_version", ""),
+            "seconds": res["seconds"], "date": _dt.date.today().isoformat(),
+            "instructions": res.get("group") or [m.ins.name for m in models],
+            "models": [m.spec() for m in models], "theories": theories,
+            "query_sha256": res.get("query_sha256"), "depends": depends(),
+            "twin": twin,
+        }
+        if res["method"] == "decomposed":
+            rec["query"] = None
+            rec["parts"] = res["parts"]
+            rec["combination"] = res.get("combination", "")
+            texts = res.get("_texts", {})
+            for p in res["parts"]:
+                q = CACHE_DIR / f"{p['sha256']}.smt2"
+                if not q.exists():
+                    from .solvers import Result
+                    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+                    q.write_text(texts[p["sha256"]])
+                    q.with_suffix(".json").write_text(json.dumps(
+                        {"status": "unsat", "verdict": "proved", "solver": p["solver"],
+                         "solver_version": p["solver_version"], "seconds": p["seconds"],
+                         "query": q.name, "claim": f"lemma {p['lemma']} ({p['role']})"},
+                        indent=1) + "\n")
+        else:
+            rec["query"] = f"{name}.smt2"
+            (d / f"{name}.smt2").write_text(res.get("query_text") or text)
+        p = d / f"{name}.json"
+        p.write_text(json.dumps(rec, indent=1) + "\n")
+        saved.append(str(p))
+    return saved
+
+
+def public(res: dict) -> dict:
+    """The --json object: exactly status, claim, witness, solver, seconds."""
+    return {"status": res["status"], "claim": res["claim"], "witness": res["witness"],
+            "solver": res["solver"], "seconds": res["seconds"]}
+
+
+def render(res: dict) -> str:
+    L = [f"claim: {res['claim']}"]
+    st = res["status"]
+    if res.get("method"):
+        L.append(f"method: {res['method']}" + (f" ({len(res['parts'])} lemmas, "
+                 f"{sum(1 for p in res['parts'] if p['cached'])} from the cache)" if res.get("parts") else ""))
+    for p in res.get("parts", []):
+        if not p["cached"]:
+            L.append(f"  {p['lemma']:<22} {p['status']:<6} {p['seconds']:7.3f} s  {p['role']}")
+    if res.get("witness"):
+        from .distinguish import Witness as _W
+        f = res["models"][0]
+        L.append("witness: " + json.dumps(res["witness"]))
+        for k, v in res.get("detail", {}).items():
+            L.append(f"  {k}: {v if not isinstance(v, dict) else json.dumps(v)}")
+    tw = res.get("twin")
+    if tw:
+        L.append(f"broken twin: {tw['claim']}: {tw.get('verdict', tw.get('status'))} "
+                 f"({tw.get('seconds', 0):.2f} s)")
+    if res.get("reason"):
+        L.append(f"note: {res['reason']}")
+    L.append(f"status: {st}  ({res['seconds']:.2f} s, {res['solver']})")
+    for p in res.get("saved", []):
+        L.append(f"saved: {p}")
+    return "\n".join(L)
+
+
+# ============================================================================================
+# CLI (wired by the lead into mmaformal.cli)
+# ============================================================================================
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    q = subparsers.add_parser("prove", help="prove or refute a claim",
+                              description=__doc__.split("\n\n")[0])
+    sub = q.add_subparsers(dest="claim", metavar="CLAIM", parser_class=type(q))
+    sub.required = True
+
+    def common(c):
+        add_common(c)
+        c.add_argument("--save", action="store_true",
+                       help="store proofs in proofs/ and refutations in counterexamples/")
+        c.add_argument("--replay", default="int,numpy,compiled", metavar="BACKENDS",
+                       help="concrete back-ends that replay witnesses")
+        c.set_defaults(func=run)
+
+    c = sub.add_parser("equiv", help="A and B give identical bits for every input")
+    c.add_argument("A")
+    c.add_argument("B")
+    c.add_argument("--instr", metavar="NAME")
+    c.add_argument("--where", action="append", default=[], metavar="C")
+    common(c)
+    c = sub.add_parser("symmetry", help="Phi(-A, B, -C) ~ -Phi(A, B, C)")
+    c.add_argument("targets", nargs="*", metavar="TARGET",
+                   help="instructions, fnmatch patterns or theory ids (grouped by identical "
+                        "arithmetic: one proof per group)")
+    c.add_argument("--set", choices=sorted(SETS), help="; ".join(f"{k}: {v}" for k, v in SETS.items()))
+    c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
+    c.add_argument("-j", "--jobs", type=int, default=0, help="parallel processes (default: all cores)")
+    c.add_argument("--no-twin", action="store_true", help="skip the broken twins (faster)")
+    common(c)
+    c = sub.add_parser("monotonic", help="a larger addend never gives a smaller output")
+    c.add_argument("A")
+    common(c)
+    c = sub.add_parser("bound", help="the error bound of seed 002 Table 9")
+    c.add_argument("A")
+    c.add_argument("--rounds", type=int, default=4, help="witness-improvement rounds")
+    common(c)
+    c = sub.add_parser("unobservable", help="changing one parameter changes no output bit")
+    c.add_argument("A")
+    c.add_argument("change", metavar="PARAM=VALUE")
+    common(c)
+    return q
+
+
+def _exit(status: str) -> int:
+    return {"proved": EXIT_OK, "refuted": EXIT_REFUTED, "unknown": EXIT_UNKNOWN}.get(status, EXIT_INTERNAL)
+
+
+def run(args) -> int:
+    from .distinguish import _backends, _parse_value
+    try:
+        backends = _backends(args.replay)
+        kw = dict(solver=args.solver, timeout=args.timeout, save=args.save, emit=args.emit_smt2,
+                  backends=backends)
+        if args.save:
+            CACHE.root = CACHE_DIR
+        if args.claim == "symmetry":
+            groups = symmetry_groups(args.targets, args.set)
+            if not groups:
+                raise BadInput("prove symmetry: name instructions, patterns, theory ids or --set")
+            if len(groups) == 1:
+                names = groups[0]
+                results = [prove_symmetry(resolve(names[0]), args.solver, args.timeout,
+                                          args.method, args.save, args.emit_smt2, backends,
+                                          not args.no_twin, names)]
+            else:
+                if args.emit_smt2:
+                    raise BadInput("--emit-smt2 takes one group (name one instruction)")
+                if args.save:
+                    CACHE.root = CACHE_DIR
+                results = prove_symmetry_many(groups, args.jobs, solver=args.solver,
+                                              timeout=args.timeout, method=args.method,
+                                              save=args.save, backends=backends,
+                                              twin=not args.no_twin)
+            for r in results:
+                if r["status"] == "error":
+                    if r.get("internal"):
+                        raise InternalError(r["reason"])
+                    raise BadInput(r["reason"])
+            if len(results) == 1:
+                res = results[0]
+            else:
+                if args.json:
+                    print(json.dumps([dict(public(r), instructions=r["group"]) for r in results],
+                                     indent=1))
+                else:
+                    for r in results:
+                        print(f"{r['status']:<8} {r['seconds']:8.2f} s  {r.get('method', ''):<10} "
+                              f"{len(r['group']):>3} instr  {r['group'][0]}"
+                              + (f"  twin {r['twin'].get('verdict', r['twin']['status'])}" if r.get("twin") else "")
+                              + (f"  ({r['reason']})" if r.get("reason") else ""))
+                sts = {r["status"] for r in results}
+                return EXIT_REFUTED if "refuted" in sts else EXIT_UNKNOWN if "unknown" in sts else EXIT_OK
+        else:
+            if args.save:
+                CACHE.root = CACHE_DIR
+            if args.claim == "equiv":
+                A, B = resolve_pair(args.A, args.B, args.instr)
+                res = prove_equiv(A, B, args.where, **kw)
+            elif args.claim == "unobservable":
+                if "=" not in args.change:
+                    raise BadInput(f"expected PARAM=VALUE, got {args.change!r}")
+                k, v = args.change.split("=", 1)
+                res = prove_unobservable(resolve(args.A), k.strip(), _parse_value(v), **kw)
+            elif args.claim == "monotonic":
+                res = prove_monotonic(resolve(args.A), **kw)
+            elif args.claim == "bound":
+                res = prove_bound(resolve(args.A), rounds=args.rounds, **kw)
+            else:  # pragma: no cover - argparse restricts the choices
+                raise BadInput(f"unknown claim {args.claim!r}")
+    except BadInput as e:
+        print(f"mmaformal prove: {e}", file=sys.stderr)
+        return EXIT_BAD
+    except InternalError as e:
+        print(f"mmaformal prove: internal error: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+    print(json.dumps(public(res), indent=1) if args.json else render(res))
+    return _exit(res["status"])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="mmaformal")
+    sub = p.add_subparsers(dest="verb", required=True)
+    add_parser(sub)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""prove: claims are proved with a broken twin, or refuted with a witness replayed concretely;
+the decomposition's lemmas are sound pieces (factorizations checked, twins caught); exit codes
+and --json. Long solver runs are marked slow."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from mmaformal.bits import INT
+from mmaformal.query import decompose as X
+from mmaformal.query import distinguish as D
+from mmaformal.query import prove as P
+
+H80 = "sm80/mma.m16n8k16.f32.f16.f16.f32"
+H90 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
+FAST = ("int", "numpy")
+
+
+def cli(capsys, *argv):
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="verb")
+    P.add_parser(sub)
+    args = p.parse_args(["prove", *argv])
+    rc = args.func(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# ---- symmetry ----------------------------------------------------------------------------------
+
+def test_symmetry_sm80_k16_decomposed_with_twin():
+    res = P.prove_symmetry(D.resolve(H80), timeout=120, backends=FAST)
+    assert res["status"] == "proved" and res["method"] == "decomposed"
+    names = [p["lemma"] for p in res["parts"]]
+    assert "block1.cong.out" in names and "block0.sym.out" in names
+    assert any(p["cached"] for p in res["parts"])          # identical term lemmas solved once
+    assert res["twin"]["status"] == "sat" and res["twin"]["verdict"] == "refuted"
+
+
+def test_symmetry_cdna3_refuted_and_replayed(capsys):
+    rc, out, err = cli(capsys, "symmetry", "gfx942/v_mfma_f32_32x32x8_f16", "--json",
+                       "--replay", "int,numpy")
+    assert rc == 1, err
+    d = json.loads(out)
+    assert set(d) == {"status", "claim", "witness", "solver", "seconds"}
+    assert d["status"] == "refuted"
+    m = D.resolve("gfx942/v_mfma_f32_32x32x8_f16")
+    w = D.Witness.from_json(d["witness"], "f16", "f16", "f32")
+    o1 = D.evaluate(m, w)
+    o2 = D.evaluate(m, P._neg_witness(w))
+    assert not P._approx_int(o2, P._neg_int(o1, "f32"), "f32")
+
+
+def test_symmetry_gtr_refuted():
+    res = P.prove_symmetry(D.resolve("gfx942/v_mfma_f32_32x32x16_fp8_fp8"), timeout=300,
+                           backends=FAST)
+    assert res["status"] == "refuted"
+
+
+def test_symmetry_rd_twin_lemma_fails():
+    """The decomposition is not vacuous: on the RD-twin the aligned-term lemma is SAT."""
+    m = D.resolve("sm90/mma.m16n8k8.f32.f16.f16.f32")
+    tw = D.Model(m.label + "[align=RD]", m.theory, m.base, {}, True, 1)
+    lemmas = X.symmetry_lemmas(X.structure(tw))
+    status, parts = X.run_lemmas(lemmas, "bitwuzla", 60)
+    assert status == "failed" and ".sym.term" in parts[-1]["lemma"]
+
+
+def test_decomposition_refuses_other_ops():
+    with pytest.raises(X.NotDecomposable):
+        X.symmetry_lemmas(X.structure(D.resolve("gfx942/v_mfma_f32_32x32x8_f16")))
+
+
+def test_symmetry_groups_share_one_proof():
+    groups = P.symmetry_groups(set_name="nvidia-tfdpa")
+    flat = [n for g in groups for n in g]
+    assert len(flat) == len(set(flat)) and len(groups) < len(flat)
+    g = next(g for g in groups if H90 in g)
+    assert "sm90/wgmma.m64n8k16.f32.f16.f16" in g
+    assert all(n.startswith(("sm7", "sm8", "sm9", "sm1")) for n in flat)
+    cd = P.symmetry_groups(set_name="cdna3-tr")
+    assert all(n.startswith("gfx942/") for g in cd for n in g)
+
+
+@pytest.mark.slow
+def test_symmetry_accumulate_add_theory():
+    res = P.prove_symmetry(D.resolve("sm90/mma.m16n8k16.f32.e4m3.e4m3.f32"), timeout=600,
+                           backends=FAST)
+    assert res["status"] == "proved"
+    assert any(p["lemma"] == "add.sym" for p in res["parts"])
+
+
+# ---- equivalence, unobservability --------------------------------------------------------------
+
+def test_sm80_k16_equals_two_chained_k8_blocks():
+    A, B = D.resolve_pair(H80, "2*sm80/mma.m16n8k8.f32.f16.f16.f32")
+    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    assert res["status"] == "proved"
+    assert res["twin"]["status"] == "sat"
+
+
+def test_sm80_k16_is_not_one_16_term_block():
+    A, B = D.resolve_pair(H80, H80 + "[L=16]")
+    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    assert res["status"] == "refuted"
+
+
+def test_unobservable_proved_and_refuted(capsys):
+    rc, out, err = cli(capsys, "unobservable", H90, "tf32_round=RNE", "--json",
+                       "--replay", "int,numpy")
+    assert rc == 0, err
+    assert json.loads(out)["status"] == "proved"
+    # a zero product's exponent is observable on f16 x f16 -> f32 (c far below 2^-28)
+    rc, out, err = cli(capsys, "unobservable", H90, "zero_exp=field", "--json",
+                       "--replay", "int,numpy")
+    assert rc == 1
+    d = json.loads(out)
+    assert d["status"] == "refuted" and d["witness"]
+
+
+def test_equiv_where_contradiction_is_bad_input(capsys):
+    rc, out, err = cli(capsys, "equiv", H80, H90, "--where", "c=0", "--where", "c=0x3F800000")
+    assert rc == 2 and "no input satisfies" in err
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["unobservable", H90, "F"], "PARAM=VALUE"),
+    (["unobservable", H90, "nosuch=1"], "no field or parameter"),
+    (["symmetry", "sm90/nope"], "unknown instruction"),
+    (["symmetry"], "name instructions"),
+    (["bound", "gfx942/v_mfma_f32_16x16x4_f32"], "bound takes"),
+])
+def test_bad_input(capsys, argv, match):
+    rc, out, err = cli(capsys, *argv)
+    assert rc == 2 and match in err and err.count("\n") == 1
+
+
+def test_timeout_is_unknown_never_proved(capsys):
+    rc, out, err = cli(capsys, "symmetry", "sm70/mma.m8n8k4.f32.f16.f16.f32", "--method",
+                       "monolithic", "--solver", "z3", "--timeout", "0.5", "--json", "--no-twin")
+    assert rc == 4 and json.loads(out)["status"] == "unknown"
+
+
+# ---- monotonicity and the error bound ---------------------------------------------------------
+
+def test_monotonic_refuted_for_tfdpa():
+    res = P.prove_monotonic(D.resolve("sm70/mma.m8n8k4.f32.f16.f16.f32"), timeout=300,
+                            backends=FAST)
+    assert res["status"] == "refuted"
+    d = res["detail"]
+    assert P.value_lt(int(d["output2"], 16), int(d["output"], 16), "f32")
+
+
+def test_bound_k4():
+    res = P.prove_bound(D.resolve("sm70/mma.m8n8k4.f32.f16.f16.f32"), timeout=300,
+                        backends=FAST, rounds=2)
+    assert res["status"] in ("proved", "refuted")
+    if res["status"] == "proved":
+        assert res["twin"]["status"] == "sat"
+    else:
+        assert float(res["detail"]["ratio"]) > 1
+
+
+# ---- solver plumbing ---------------------------------------------------------------------------
+
+def test_cache_dedups_by_canonical_text():
+    m = D.resolve("sm90/mma.m16n8k8.f32.f16.f16.f32")
+    lemmas = X.symmetry_lemmas(X.structure(m))
+    terms = [l for l in lemmas if ".sym.term" in l.name]
+    assert len({l.text for l in terms[:-1]}) == 1        # the 8 product terms: one query
