@@ -642,24 +642,30 @@ class Z3Backend(Backend):
         if not self.z3.is_true(cond):
             self.obligations.append(cond)
 
-    def add(self, x, y):
+    # No-overflow conditions in portable SMT-LIB (widened arithmetic), so every exported
+    # query parses in bitwuzla and cvc5 too (z3's bvumul_noovfl etc. are z3-only).
+    def _fits(self, wide, w: int, s: bool):
         z3 = self.z3
-        self._ob(z3.And(z3.BVAddNoOverflow(x.v, y.v, x.s), z3.BVAddNoUnderflow(x.v, y.v))
-                 if x.s else z3.BVAddNoOverflow(x.v, y.v, False))
+        low = z3.Extract(w - 1, 0, wide)
+        ext = z3.SignExt if s else z3.ZeroExt
+        return ext(wide.size() - w, low) == wide
+
+    def _wide(self, x, extra: int):
+        return (self.z3.SignExt if x.s else self.z3.ZeroExt)(extra, x.v)
+
+    def add(self, x, y):
+        self._ob(self._fits(self._wide(x, 1) + self._wide(y, 1), x.w, x.s))
         return BV(self, x.w, x.s, x.v + y.v)
 
     def sub(self, x, y):
-        z3 = self.z3
         if x.s:
-            self._ob(z3.And(z3.BVSubNoOverflow(x.v, y.v), z3.BVSubNoUnderflow(x.v, y.v, True)))
+            self._ob(self._fits(self._wide(x, 1) - self._wide(y, 1), x.w, True))
         else:
-            self._ob(z3.UGE(x.v, y.v))
+            self._ob(self.z3.UGE(x.v, y.v))
         return BV(self, x.w, x.s, x.v - y.v)
 
     def mul(self, x, y):
-        z3 = self.z3
-        self._ob(z3.And(z3.BVMulNoOverflow(x.v, y.v, x.s), z3.BVMulNoUnderflow(x.v, y.v))
-                 if x.s else z3.BVMulNoOverflow(x.v, y.v, False))
+        self._ob(self._fits(self._wide(x, x.w) * self._wide(y, x.w), x.w, x.s))
         return BV(self, x.w, x.s, x.v * y.v)
 
     def add_wrap(self, x, y): return BV(self, x.w, x.s, x.v + y.v)

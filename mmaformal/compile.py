@@ -457,7 +457,8 @@ def _build(src: str) -> Any:
                 cmd = [cc, opt, "-march=native", "-fwrapv", "-fno-strict-aliasing", "-shared", "-fPIC", "-o", str(out), str(c)]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 if r.returncode != 0:
-                    raise RuntimeError(f"C compiler failed: {r.stderr.strip().splitlines()[:3]}")
+                    err = [l for l in r.stderr.splitlines() if "error" in l][:3]
+                    raise RuntimeError(f"C compiler failed ({cc}): {err}")
                 os.replace(out, so)
         lib = ctypes.CDLL(str(so))
         lib.kernel.restype = ctypes.c_int64
@@ -525,7 +526,14 @@ def compile_kernel(fn: Callable[..., Sequence[BV] | BV], in_storage: Sequence[in
         src = K.source(outs, out_storage, lanes=lanes)
     except Unsupported:
         src = K.source(outs, out_storage)
-    kern = Kernel(_build(src), in_storage, out_storage, src)
+    try:
+        lib = _build(src)
+    except RuntimeError:
+        if "vector_size" not in src:
+            raise
+        src = K.source(outs, out_storage)       # a compiler that rejects the vector code
+        lib = _build(src)
+    kern = Kernel(lib, in_storage, out_storage, src)
     if key is not None:
         _KERNELS[key] = kern
     return kern

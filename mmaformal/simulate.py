@@ -79,7 +79,12 @@ def _kernel_locked(th, ins):
             return th.dot(K, list(x[:nk]), list(x[nk:2 * nk]), x[2 * nk], sa, sb)
         try:
             kern = _compile.compile_kernel(fn, [wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk), [wd])
-        except (_compile.Unsupported, RuntimeError, OSError):
+        except _compile.Unsupported:
+            kern = None
+        except (RuntimeError, OSError) as e:       # say so once: a silent fallback hides a 100x
+            import sys                              # slowdown
+            print(f"mmaformal: compiled path unavailable for {ins.name}, using numpy lanes: "
+                  f"{str(e)[:300]}", file=sys.stderr)
             kern = None
     _KERNELS[key] = kern
     return kern
@@ -264,7 +269,9 @@ def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
     S3 = (SAb.reshape(-1, M, SAb.shape[-1]), SBt.reshape(-1, N, SBt.shape[-1])) if SAb is not None else None
     flat = out.reshape(-1, M * N)
     step = max(1, chunk // (M * N))
-    for t0 in range(0, len(A3), step):
+    threads = max(1, int(os.environ.get("MMAFORMAL_THREADS", "1")))
+
+    def part(t0):
         t1 = min(len(A3), t0 + step)
         T = t1 - t0
         ae = np.repeat(A3[t0:t1], N, axis=1).reshape(-1, K)
@@ -276,6 +283,15 @@ def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
             cols += [sa[:, q] for q in range(sa.shape[1])] + [sb[:, q] for q in range(sb.shape[1])]
         (d,) = kern(*cols)
         flat[t0:t1] = d.reshape(T, M * N)
+
+    starts = range(0, len(A3), step)
+    if threads > 1 and len(starts) > 1:           # the kernel call releases the GIL
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(threads) as ex:
+            list(ex.map(part, starts))
+    else:
+        for t0 in starts:
+            part(t0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -377,14 +377,11 @@ def test_backends_agree(w, s, x, y, op):
         assert holds and zr == results[0], (op, w, s, x, y, results, zr)
 
 
-@pytest.mark.xfail(strict=True, reason="bits.py bug (reported): Z3Backend.mul states its "
-                   "no-overflow obligation with z3's BVMulNoOverflow/BVMulNoUnderflow, which "
-                   "z3 exports as the z3-only bvumul_noovfl / bvsmul_noovfl / bvsmul_noudfl; "
-                   "bitwuzla and cvc5 reject them (undefined symbol)")
 def test_obligations_export_as_standard_smtlib():
     """DESIGN: every query is exported as SMT-LIB2 and that text is what bitwuzla solves, so
-    the obligations must use standard QF_BV operators only. (When this XPASSes, drop the
-    xfail marker.)"""
+    the obligations must use standard QF_BV operators only. Regression: Z3Backend.mul stated
+    its obligation with z3's BVMulNoOverflow/BVMulNoUnderflow, exported as the z3-only
+    bvumul_noovfl / bvsmul_noovfl / bvsmul_noudfl, which bitwuzla rejects (undefined symbol)."""
     bitwuzla = pytest.importorskip("bitwuzla")
     K = Z3Backend()
     x, y = K.var("x", 8), K.var("y", 8)

@@ -55,7 +55,8 @@ def test_json_exact_keys(capsys):
 
 
 def test_f24_vs_f25_with_constraints():
-    res = D.distinguish(H90, H90 + "[F=24]", where=["finite", "c=0", "exp(a)>=-4,exp(a)<=4"])
+    H8 = "sm90/mma.m16n8k8.f32.f16.f16.f32"
+    res = D.distinguish(H8, H8 + "[F=24]", where=["finite", "c=0", "exp(a)>=-4,exp(a)<=4"])
     assert res["status"] == "distinguished"
     w = res["found"][0].witness
     assert fp.decode("f32", INT.const(w.c, 32, False)).zero.v
@@ -79,11 +80,11 @@ def test_raw_bits_constraint():
 
 
 def test_different_k_is_padded_and_said():
-    res = D.distinguish("sm90/mma.m16n8k8.f32.f16.f16.f32", H90)
-    assert "padded with +0" in res["note"]
-    assert res["status"] == "distinguished"       # the sign of an all-negative-zero sum
+    res = D.distinguish("sm90/mma.m16n8k8.f32.f16.f16.f32", H80)
+    assert "padded with +0 at k = 8..15" in res["note"]
+    assert res["status"] == "distinguished"
     w = res["found"][0].witness
-    assert len(w.a) == 8
+    assert len(w.a) == 8                           # the shorter K: the shared inputs
 
 
 def test_equivalent_with_twin_and_theory_ids():

@@ -18,6 +18,8 @@ from mmaformal import fp
 from mmaformal.bits import INT, NUMPY
 
 MODES = X.MODES          # RNE RNA RZ RU RD RO: the core has all of them too
+N_F32 = 100_000          # f32 tuples per operation (each in all six modes)
+N_OTHER = 10_000         # f16 / bf16 / f64 tuples per operation
 assert set(MODES) <= set(fp.MODES)
 
 
@@ -170,7 +172,8 @@ def _coverage(name, op, ops, stats):
 
 @pytest.mark.parametrize("op", ["add", "mul", "fma"])
 def test_f32_vs_oracle_100k(op):
-    ops, stats = _check("f32", op, 100_000, seed={"add": 1, "mul": 2, "fma": 3}[op])
+    ops, stats = _check("f32", op, N_F32, seed={"add": 1, "mul": 2, "fma": 3}[op])
+    assert len(ops[0]) >= 100_000
     _coverage("f32", op, ops, stats)
 
 
@@ -178,7 +181,7 @@ def test_f32_vs_oracle_100k(op):
 @pytest.mark.parametrize("name", ["f16", "bf16", "f64"])
 def test_other_formats_vs_oracle(name, op):
     seed = {"f16": 10, "bf16": 20, "f64": 30}[name] + {"add": 1, "mul": 2, "fma": 3}[op]
-    ops, stats = _check(name, op, 10_000, seed)
+    ops, stats = _check(name, op, N_OTHER, seed)
     _coverage(name, op, ops, stats)
 
 

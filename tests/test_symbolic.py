@@ -7,14 +7,15 @@ element by hypothesis, completed to 512 lanes by numpy in that class), >= 10,240
 operation in all.
 
 How the z3 term is evaluated on 10,000+ inputs quickly and faithfully: `z3.substitute` +
-`z3.simplify` costs about 1-2.5 ms per input and term here (about 5 minutes for the whole
-suite), so every lane is evaluated by `SmtEval`, a small numpy interpreter of the SMT-LIB
-bit-vector operators that appear in the terms (bvadd, bvmul, bvlshr, extract, ite, ...),
-walking the z3 DAG once per batch. The interpreter is itself checked against z3: in every
-example, the first 16 lanes (hypothesis' own lanes among them) are also evaluated by
-`z3.substitute` + `z3.simplify` (> 320 inputs per operation), and `test_smt_eval_matches_z3`
-compares it operator by operator with z3 on random terms at the int64 / 64-bit / wide
-boundaries. The same 16 lanes run on the INT back-end; all lanes run on NUMPY.
+`z3.simplify` costs about 0.2-2.5 ms per input and term here (some 7 minutes for 10,240
+inputs x 31 operations, plus as much again for INT), so every lane is evaluated by
+`SmtEval`, a small numpy interpreter of the SMT-LIB bit-vector operators that appear in the
+terms (bvadd, bvmul, bvlshr, extract, ite, ...), walking the z3 DAG once per batch. The
+interpreter is itself checked against z3: in every example, the first 16 lanes
+(hypothesis' own lanes among them) are also evaluated by `z3.substitute` + `z3.simplify`
+(> 320 inputs per operation), and `test_smt_eval_matches_z3` compares it operator by
+operator with z3 on random terms at the int64 / 64-bit / wide boundaries. The same 16 lanes
+run on the INT back-end; all lanes run on NUMPY.
 
 Also here: building every public operation with z3 inputs succeeds (no Python branch on
 data), the no-overflow obligations are proved valid (t_fdpa L=4 f16 and more), and a

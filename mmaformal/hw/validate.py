@@ -71,12 +71,12 @@ def _tiles(klass, ins, T, rng):
 
 
 def _sim_parallel(simulate, name, A, B, Cm, workers):
-    if workers <= 1 or len(A) < 2 * workers:
-        return simulate(name, A, B, Cm)
-    parts = np.array_split(np.arange(len(A)), workers)
-    with ThreadPoolExecutor(workers) as ex:
-        outs = list(ex.map(lambda idx: simulate(name, A[idx], B[idx], Cm[idx]), parts))
-    return np.concatenate(outs)
+    """simulate() on all cores: it threads over tile chunks itself (MMAFORMAL_THREADS)."""
+    import os
+    os.environ["MMAFORMAL_THREADS"] = str(workers)
+    sm = sys.modules["mmaformal.simulate"]
+    sm.COMPILE_MIN = 0                      # campaigns are large: always the compiled path
+    return simulate(name, A, B, Cm, chunk=max(1 << 14, A.shape[0] * A.shape[1] * Cm.shape[-1] // (4 * workers)))
 
 
 def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,

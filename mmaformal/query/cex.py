@@ -140,4 +140,12 @@ def replay_record(rec: dict, backends: Sequence[str] = ("int", "numpy", "compile
         from .prove import value_lt
         if not value_lt(outs[1], outs[0], d):
             problems.append("run 1 is not smaller than run 0")
+    elif chk == "exceeds":
+        from .prove import _bound_concrete
+        run = rec["runs"][0]
+        m = models[run["model"]]
+        w = Witness.from_json(run["inputs"], F["a"], F["b"], F["c"], F.get("scale") or "")
+        _, err, bound = _bound_concrete(m, w)
+        if not err > bound:
+            problems.append(f"the error {err} does not exceed the bound {bound}")
     return problems

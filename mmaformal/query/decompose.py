@@ -258,8 +258,8 @@ def symmetry_lemmas(st: Structure) -> list[Lemma]:
         F = blk.fs["F"]
         bounds = []
         for t, (a_t, term) in enumerate(zip(al, blk.fs["terms"])):
-            ls = max(0, F - term.fb)
-            mw = term.sig.w + ls
+            ls, rs = max(0, F - term.fb), max(0, term.fb - F)
+            mw = term.sig.w + ls - rs          # |aligned| <= (sig << ls) >> rs < 2^mw
             lhs = _sub(s(a_t), [(sE, V)])
             rhs = _sub(a_t, [(E, V)])
             claim = lhs == -rhs
@@ -375,3 +375,145 @@ def run_lemmas(lemmas: Sequence[Lemma], solver: str, timeout: float | None,
         if r.status != "unsat":
             return "unknown", parts
     return "proved", parts
+
+
+# ============================================================================================
+# Error-bound lemmas (seed 002 Table 9) for T-FDPA chains
+# ============================================================================================
+
+COMBINATION_BOUND = (
+    "per block j with exact input X_j = c_j + sum of its products (c_1 = c, c_j = d_(j-1)): "
+    "|X_j - d_j| <= sum_t |val_t - A_t 2^(E-F)| + |S 2^(E-F) - d_j| (S = sum_t A_t, checked "
+    "syntactically, without wrap-around: |A_t| < 2^mw_t and sum_t 2^mw_t < 2^(w-1)); "
+    "bnd.emax gives E >= e_t for every nonzero term (and E <= a static maximum), so bnd.term gives |val_t - A_t 2^(E-F)| < "
+    "2^(E-F) for a nonzero term (beyond D_max the term truncates to 0 and |val_t| < 2^(E-F) "
+    "since sig < 2^sig.w <= 2^(E-e_t+fb-F)) and A_t = 0 for a zero term; bnd.flags: finite "
+    "inputs take the finite path; bnd.out gives |S 2^(E-F) - d_j| <= r ulp(d_j) for a finite, "
+    "non-overflowing d_j (S = 0 gives a zero). Hence |X_j - d_j| <= n_j 2^(E-F) + r ulp(d_j) "
+    "(n_j 2^(E-F) dropped when every term is zero, then X_j = S = 0). Telescoping: c + sum_k "
+    "a_k b_k - d_n = sum_j (X_j - d_j), so the error is at most the sum of the block bounds.")
+
+
+def bound_lemmas(st: Structure, F_claim: int | None = None) -> list[Lemma]:
+    """Lemmas of the Table 9 bound for a T-FDPA chain (fused accumulator)."""
+    import z3
+    if st.why:
+        raise NotDecomposable(st.why)
+    m, K, inp = st.model, st.K, st.inp
+    th = m.theory
+    if th.op != "t_fdpa" or st.acc is not None:
+        raise NotDecomposable("the bound decomposition takes t_fdpa chains with a fused accumulator")
+    p = th.param_dict
+    rf, mode, sf = mma.rho_of(p["rho"])
+    r_half = mode == "RNE"
+    F = p["F"] if F_claim is None else F_claim
+    Fm = p["F"]                       # the model's own F (alignment grid of A_t)
+    lemmas: list[Lemma] = []
+    prev_out = None
+    for j, blk in enumerate(st.blocks):
+        tag = f"block{j}"
+        wD = fp.fmt(blk.fc).storage
+        cut_D = [(prev_out.v, z3.BitVec("D_", wD))] if prev_out is not None else []
+        E = _sub(blk.fs["e_max"].v, cut_D)
+        es = [_sub(e.v, cut_D) for e in blk.fs["e"]]
+        al = [_sub(x.v, cut_D) for x in blk.aligned]
+        S = _sub(blk.S.v, cut_D)
+        N, P, Q = (_sub(blk.sp[k].v, cut_D) for k in ("nan", "pinf", "ninf"))
+        Z = _sub(blk.conv["zero_sign"].v, cut_D)
+        out = _sub(blk.out.v, cut_D)
+        terms = blk.fs["terms"]
+        w = blk.S.w
+        # -- E is at least every nonzero term's exponent
+        zs = [_sub(t.zero.v, cut_D) for t in terms]
+        fa_, fb_ = (fp.fmt(th.convert or f) for f in (m.ins.a, m.ins.b))
+        Vmax = max(fa_.emax + fb_.emax, fp.fmt(blk.fc).emax, sf.emax) + 2
+        lemmas.append(Lemma(f"{tag}.bnd.emax", f"e_max is at least the exponent of every nonzero "
+                            f"term and at most {Vmax}",
+                            [z3.Not(z3.And(E <= Vmax, *[z3.Implies(z3.Not(zt), E >= et)
+                                                        for zt, et in zip(zs, es)]))]))
+        # -- each term: truncation error below one unit 2^(E-F) (E cut to V)
+        V = z3.BitVec("E_", E.size())
+        total = 0
+        for i, (t, a_t, e_t) in enumerate(zip(terms, al, es)):
+            A = _sub(a_t, [(E, V)])
+            sig = _sub(t.sig.v, cut_D)
+            sign, zero = _sub(t.sign.v, cut_D), _sub(t.zero.v, cut_D)
+            inf, nan = _sub(t.inf.v, cut_D), _sub(t.nan.v, cut_D)
+            ls, rs = max(0, Fm - t.fb), max(0, t.fb - Fm)
+            mw = t.sig.w + ls - rs
+            total += 1 << mw
+            K0 = max(0, Fm - t.fb)
+            Dmax = t.sig.w + Fm + 2
+            SH = Dmax + t.fb - Fm + K0
+            WW = max(w + SH, t.sig.w + K0) + 4
+            ew = E.size() + 2
+            d = z3.SignExt(2, V) - z3.SignExt(2, e_t)
+            shv = z3.ZeroExt(WW - ew, d + (t.fb - Fm + K0)) if WW > ew else d + (t.fb - Fm + K0)
+            As = z3.SignExt(WW - w, A) << shv
+            Xu = z3.ZeroExt(WW - t.sig.w, sig) << K0
+            Xs = z3.If(sign, -Xu, Xu)
+            unit = z3.BitVecVal(1, WW) << shv
+            diff = Xs - As
+            small = z3.And(diff < unit, diff > -unit)
+            claim = z3.And(A < (1 << mw), A > -(1 << mw),
+                           z3.Implies(zero, A == 0),
+                           z3.Implies(z3.Not(zero), z3.And(
+                               z3.Implies(d > Dmax, A == 0),
+                               z3.Implies(d <= Dmax, small))))
+            hyp = [z3.Not(inf), z3.Not(nan), z3.Implies(z3.Not(zero), V >= e_t), V <= Vmax]
+            lemmas.append(Lemma(f"{tag}.bnd.term{i}", "an aligned term is the value truncated to "
+                                "units 2^(E-F): error below one unit (any E >= e_t)",
+                                hyp + [z3.Not(claim)]))
+        if total >= 1 << (w - 1):
+            raise NotDecomposable(f"{tag}: the sum of aligned terms may wrap around")
+        A_ = [z3.BitVec(f"A{t}_", w) for t in range(len(al))]
+        if not free_vars(_sub(S, list(zip(al, A_)))) <= {f"A{t}_" for t in range(len(al))}:
+            raise NotDecomposable(f"{tag}: S is not a function of the aligned terms")
+        # -- finite inputs take the finite path
+        fin = []
+        for t in terms:
+            fin += [z3.Not(_sub(t.inf.v, cut_D)), z3.Not(_sub(t.nan.v, cut_D))]
+        lemmas.append(Lemma(f"{tag}.bnd.flags", "finite terms raise no NaN/Inf flag",
+                            fin + [z3.Not(z3.And(z3.Not(N), z3.Not(P), z3.Not(Q)))]))
+        # -- the output conversion: error at most r ulp of a finite, non-overflowing output
+        Sv, Ev = z3.BitVec("S_", w), z3.BitVec("E_", E.size())
+        Nv, Pv, Qv, Zv = (z3.Bool(n) for n in ("N_", "P_", "Q_", "Z_"))
+        G = _sub(out, [(S, Sv), (E, Ev), (N, Nv), (P, Pv), (Q, Qv), (Z, Zv)])
+        left = free_vars(G) - {"S_", "E_", "N_", "P_", "Q_", "Z_"}
+        if left:
+            raise NotDecomposable(f"{tag}: the output is not a function of (S, E, flags)")
+        g = _bv(K, G, sf.storage)
+        ug = fp.decode(sf, g)
+        tt = rf.t
+        mag = g.extract(sf.pad + sf.k - 2, sf.pad)
+        hyp = [z3.Not(Nv), z3.Not(Pv), z3.Not(Qv), z3.Not(ug.nan.v), z3.Not(ug.inf.v),
+               (mag != (rf.max_code << rf.pad) >> sf.pad).v]
+        ewo = max(Ev.size(), ug.exp.w) + 4
+        e0 = z3.SignExt(ewo - Ev.size(), Ev) - F
+        low = e0 < sf.emin - tt - w - 2
+        high = e0 > sf.emax + 1
+        WO = 2 * (w + tt) + 24
+        Su = z3.SignExt(WO - w, Sv) << (tt + 2)
+        eg = z3.SignExt(ewo - ug.exp.w, ug.exp.v)
+        shg = eg - e0 + 2
+        sigR = z3.LShR(ug.sig.v, sf.t - tt) if sf.t > tt else ug.sig.v
+        sigR_w = z3.ZeroExt(WO - sigR.size(), sigR)
+        shgW = z3.ZeroExt(WO - ewo, shg)
+        Gu = z3.If(ug.sign.v, -(sigR_w << shgW), sigR_w << shgW)
+        ulp = z3.BitVecVal(1, WO) << shgW
+        allow = z3.LShR(ulp, 1) if r_half else ulp
+        dd = Su - Gu
+        main = z3.And(shg >= 1, shg <= tt + w + 6, dd <= allow, dd >= -allow)
+        if sf.t > tt:
+            main = z3.And(main, z3.Extract(sf.t - tt - 1, 0, ug.sig.v) == 0)
+        claim = z3.And(z3.Implies(Sv == 0, ug.zero.v),
+                       z3.Implies(z3.And(Sv != 0, low), ug.zero.v),
+                       z3.Implies(z3.And(Sv != 0, high), z3.BoolVal(False)),
+                       z3.Implies(z3.And(Sv != 0, z3.Not(low), z3.Not(high)), main))
+        lemmas.append(Lemma(f"{tag}.bnd.out", f"the output conversion errs by at most "
+                            f"{'1/2' if r_half else '1'} ulp of a finite, non-overflowing output",
+                            hyp + [z3.Not(claim)]))
+        prev_out = blk.out
+    if not st.out.v.eq(prev_out.v):
+        raise NotDecomposable("the output is not the last block's output")
+    return lemmas

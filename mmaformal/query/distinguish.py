@@ -1025,7 +1025,7 @@ def equivalence_twin(A: Model, B: Model, where, solver, timeout, backends) -> di
         st, found, secs, last, text = search(q, 1, solver, timeout, "lazy", backends)
         if st == "distinguished":
             f = found[0]
-            return {"status": "sat", "claim": f"{A.label} equals {Bm.label}", "model": Bm.spec(),
+            return {"status": "sat", "verdict": "refuted", "claim": f"{A.label} equals {Bm.label}", "model": Bm.spec(),
                     "solver": last.solver, "seconds": round(secs, 3),
                     "witness": f.witness.to_json(),
                     "outputs": {k: _hex(v, A.ins.d) for k, v in f.outputs.items()}}

@@ -19,10 +19,10 @@ Claims (the exact sentence is printed and stored with every result):
   proved piece by piece (mmaformal.query.decompose); others, and refutations, monolithically.
 - monotonic (after Mikaitis 2024, monotonicity of multi-term adders): for all finite inputs
   (a, b, c) and (a', b', c') that differ in exactly one addend (one product a_i*b_i, where
-  a_i and b_i may both change, or c) whose exact value does not decrease, Phi(a', b', c') is
+  a_i and b_i may both change, or c) whose exact value increases, Phi(a', b', c') is
   not smaller than Phi(a, b, c), outputs compared as real numbers (+0 = -0, -Inf < finite <
   +Inf; a NaN output on either side is outside the claim).
-- bound: seed 002 Table 9: for finite inputs on which no block output overflows (every block
+- bound (T-FDPA chains are proved piece by piece: decompose.bound_lemmas): seed 002 Table 9: for finite inputs on which no block output overflows (every block
   output finite and below the largest finite magnitude), |Phi(a, b, c) - (c + sum a_k b_k)|
   <= sum over the chained blocks j of n_j 2^(e_max,j - F) + r ulp(d_j), with n_j the number
   of addends of block j (L + 1), e_max,j its alignment exponent, d_j its output, r = 1 for
@@ -256,12 +256,13 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
             res = outcome("unknown", claim, [m], _now() - t0, r.solver, method="monolithic",
                           reason=(why + "; " if why else "") + (r.reason or "no answer"))
     res["query_sha256"] = sha256(mono_text)
+    res["seconds"] = round(_now() - t0, 3)          # the proof (or refutation) alone
     if res["status"] == "proved" and twin:
         res["twin"] = symmetry_twin(m, solver, timeout, backends)
     res["group"] = list(group) or [m.ins.name]
+    res["total_seconds"] = round(_now() - t0, 3)   # with the broken twin
     if save:
         res["saved"] = save_result("symmetry", res, [m], mono_text)
-    res["seconds"] = round(_now() - t0, 3)
     return res
 
 
@@ -495,9 +496,9 @@ def _monotonic_parts(m: Model):
         cons.append(z3.Or((sel == k).v, same.v))
         t1 = mma.product(fp.decode(ins.a, x.a[k]), fp.decode(ins.b, x.b[k]))
         t2 = mma.product(fp.decode(ins.a, y.a[k]), fp.decode(ins.b, y.b[k]))
-        cons.append(z3.Implies((sel == k).v, _term_le(t1, t2).v))
+        cons.append(z3.Implies((sel == k).v, (~_term_le(t2, t1)).v))    # strictly larger
     cons.append(z3.Or((sel == kdim).v, (x.c == y.c).v))
-    cons.append(z3.Implies((sel == kdim).v, (_ord(x.c, ins.c) <= _ord(y.c, ins.c)).v))
+    cons.append(z3.Implies((sel == kdim).v, (_ord(x.c, ins.c) < _ord(y.c, ins.c)).v))
     o1 = m.dot(K, *x.padded(m))
     o2 = m.dot(K, *y.padded(m))
     return K, x, y, cons, o1, o2, sel
@@ -509,8 +510,8 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
     t0 = _now()
     ins = m.ins
     claim = (f"{m.label}: for all finite inputs (a, b, c), (a', b', c') that differ in one "
-             f"addend (one product a_i*b_i, a_i and b_i both free, or c) whose exact value does "
-             f"not decrease, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
+             f"addend (one product a_i*b_i, a_i and b_i both free, or c) whose exact value "
+             f"increases, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
              f"outputs excluded) [monotonicity, Mikaitis 2024]")
     if ins.scale:
         raise BadInput(f"{m.label}: monotonic does not take block-scaled instructions")
@@ -629,7 +630,8 @@ def _bound_parts(m: Model, F_claim: int | None = None):
         ua, ub = fp.decode(fa, a), fp.decode(fb, b)
         ew = max(ua.exp.w, ub.exp.w) + 2
         e = ua.exp.resize(ew) + ub.exp.resize(ew) - (fa.t + fb.t + U)
-        sig = ua.sig.resize(W) * ub.sig.resize(W)
+        pw = ua.sig.w + ub.sig.w
+        sig = (ua.sig.resize(pw) * ub.sig.resize(pw)).resize(W)
         v = sig.shl_wrap_var(e.bitcast(False)).resize(W, True)
         exact = exact + ite(ua.sign ^ ub.sign, -v, v)
     bound = K.const(0, W, True)
@@ -714,7 +716,8 @@ def _bound_search(m: Model, F_claim, solver, timeout, backends, rounds, t0, emit
 
 
 def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
-                backends=("int", "numpy", "compiled"), rounds: int = 4) -> dict:
+                backends=("int", "numpy", "compiled"), rounds: int = 4,
+                method: str = "auto") -> dict:
     """Prove the Table 9 bound, or find violating witnesses (up to `rounds` increasingly
     large excesses; the worst is reported)."""
     t0 = _now()
@@ -724,8 +727,40 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
     claim = (f"{m.label}: for finite inputs with no block overflow, |Phi(a,b,c) - (c + sum a_k "
              f"b_k)| <= sum_j n_j 2^(e_max,j - {p['F']}) + {'1/2' if rmode == 'RNE' else '1'} "
              f"ulp_{rf.name}(d_j) (seed 002 Table 9)")
-    st, r, best, it, text = _bound_search(m, None, solver, timeout, backends, rounds, t0, emit)
     ins = m.ins
+    why = ""
+    if method in ("auto", "decomposed"):
+        try:
+            lemmas = _dec.bound_lemmas(_dec.structure(m))
+        except _dec.NotDecomposable as e:
+            lemmas, why = None, str(e)
+            if method == "decomposed":
+                raise BadInput(f"{m.label}: not decomposable: {e}") from None
+        if lemmas is not None:
+            deadline = None if timeout is None else t0 + timeout
+            status, parts = _dec.run_lemmas(lemmas, solver, timeout, persist=save,
+                                            deadline=deadline)
+            texts = {p["sha256"]: p.pop("text") for p in parts}
+            if status == "proved":
+                K_, x_, cons_, excess_, U_, W_ = _bound_parts(m)
+                text = to_smt2(cons_ + [(excess_ > 0).v])
+                res = outcome("proved", claim, [m], _now() - t0,
+                              ",".join(sorted({p["solver"] for p in parts})),
+                              method="decomposed", parts=parts,
+                              combination=_dec.COMBINATION_BOUND, _texts=texts)
+                res["query_sha256"] = sha256(text)
+                res["seconds"] = round(_now() - t0, 3)
+                res["twin"] = _bound_twin(m, solver, timeout, backends)
+                res["total_seconds"] = round(_now() - t0, 3)
+                if save:
+                    res["saved"] = save_result("bound", res, [m], text)
+                return res
+            why = f"lemma {parts[-1]['lemma']} {'failed' if status == 'failed' else 'undecided'}; " \
+                  f"monolithic search"
+            if status == "unknown" and method == "decomposed":
+                return outcome("unknown", claim, [m], _now() - t0, solver, method="decomposed",
+                               parts=parts, reason=why)
+    st, r, best, it, text = _bound_search(m, None, solver, timeout, backends, rounds, t0, emit)
     if best is not None:
         w, o, e_err, e_b = best
         res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w.to_json(),
@@ -740,7 +775,7 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
         res["twin"] = _bound_twin(m, solver, timeout, backends)
     else:
         res = outcome("unknown", claim, [m], _now() - t0, r.solver, method="monolithic",
-                      reason=r.reason)
+                      reason=(why + "; " if why else "") + (r.reason or "no answer"))
     res["query_sha256"] = sha256(text)
     if save:
         res["saved"] = save_result("bound", res, [m], text)
@@ -831,7 +866,8 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
         rec = {
             "claim": res["claim"], "verdict": "proved", "method": res["method"],
             "solver": res["solver"], "solver_version": res.get("solver_version", ""),
-            "seconds": res["seconds"], "date": _dt.date.today().isoformat(),
+            "seconds": res["seconds"], "total_seconds": res.get("total_seconds"),
+            "date": _dt.date.today().isoformat(),
             "instructions": res.get("group") or [m.ins.name for m in models],
             "models": [m.spec() for m in models], "theories": theories,
             "query_sha256": res.get("query_sha256"), "depends": depends(),
@@ -934,6 +970,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c = sub.add_parser("bound", help="the error bound of seed 002 Table 9")
     c.add_argument("A")
     c.add_argument("--rounds", type=int, default=4, help="witness-improvement rounds")
+    c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
     common(c)
     c = sub.add_parser("unobservable", help="changing one parameter changes no output bit")
     c.add_argument("A")
@@ -1005,7 +1042,7 @@ def run(args) -> int:
             elif args.claim == "monotonic":
                 res = prove_monotonic(resolve(args.A), **kw)
             elif args.claim == "bound":
-                res = prove_bound(resolve(args.A), rounds=args.rounds, **kw)
+                res = prove_bound(resolve(args.A), rounds=args.rounds, method=args.method, **kw)
             else:  # pragma: no cover - argparse restricts the choices
                 raise BadInput(f"unknown claim {args.claim!r}")
     except BadInput as e:
