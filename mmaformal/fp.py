@@ -378,18 +378,19 @@ def _zero_sign(sa: Bool, sb: Bool, fl) -> Bool:
 
 
 def _nan_out(f: Format, nan: "str | int", ops: list[Unpacked]) -> BV:
+    """The NaN result: "default" (the format's quiet NaN), an int code, "propagate" (the first
+    NaN operand in argument order, quieted: a, then b, then c) or "propagate-reverse" (the
+    last operand first: c, then b, then a; Source: H200 campaign 2026-11-21, DMMA)."""
     K = ops[0].sign.k
-    if f.nan == "none":
-        # e3m2/e2m3/e2m1: no NaN and no Inf input exists and overflow saturates, so no NaN
-        # result can occur; the overlay never selects this constant. (Bug fixed: add/mul/fma
-        # raised ValueError for these formats.)
-        return K.const(0, f.storage, False)
-    if nan == "propagate":
+    if nan in ("propagate", "propagate-reverse"):
         out = K.const(default_nan(f), f.storage, False)
-        for u in reversed(ops):
+        order = list(reversed(ops)) if nan == "propagate" else list(ops)
+        for u in order:                       # the last ite applied wins
             if u.fmt.nan == "ieee" and u.fmt.t >= 1 and u.fmt is f:
                 out = ite(u.nan, quiet(f, u), out)
         return out
+    if nan == "default" and f.nan == "none":
+        return K.const(0, f.storage, False)   # never selected: the format has no NaN
     code = default_nan(f) if nan == "default" else int(nan)
     return K.const(code, f.storage, False)
 

@@ -114,8 +114,8 @@ def _check_param(name: str, v: Any) -> str | None:
         return None if v in ("excluded", "field") or _is_int(v) else \
             '"excluded", "field" or an int (a fixed exponent)'
     if name == "nan":
-        return None if v in ("default", "propagate") or (_is_int(v) and v >= 0) else \
-            '"default", "propagate" or the NaN code as an int (e.g. 0x7FFFFFFF)'
+        return None if v in ("default", "propagate", "propagate-reverse") or (_is_int(v) and v >= 0) else \
+            '"default", "propagate", "propagate-reverse" or the NaN code as an int (e.g. 0x7FFFFFFF)'
     if name == "overflow":
         return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
     if name == "zero_sign":
