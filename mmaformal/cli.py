@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"mmaformal {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
+    import importlib
+    for mod in _MODULE_VERBS.values():
+        importlib.import_module(mod).add_parser(sub)
 
     q = sub.add_parser("list", help="architectures, instructions, theories, statuses")
     q.add_argument("pattern", nargs="?", help="instruction name pattern (fnmatch or substring; "
@@ -389,10 +392,18 @@ def _cmd_explain(args) -> int:
 _VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
           "explain": _cmd_explain}
 
+#: verbs defined in their own modules: name -> module path (add_parser + run)
+_MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaformal.query.prove",
+                 "emulate": "mmaformal.emulate", "accuracy": "mmaformal.accuracy",
+                 "hw": "mmaformal.hw.cli"}
+
 
 def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
+        if args.verb in _MODULE_VERBS:
+            import importlib
+            return importlib.import_module(_MODULE_VERBS[args.verb]).run(args)
         return _VERBS[args.verb](args)
     except BrokenPipeError:  # e.g. `mmaformal list | head`
         import os

@@ -1,0 +1,67 @@
+"""`mmaformal hw run|validate`: the GPU front end's command-line verbs (layer 5).
+
+    mmaformal hw run INSTR --a A.npy --b B.npy --c C.npy --out D.npy
+    mmaformal hw validate INSTR [...] --tests N [--classes a,b] [--seed S] [--out DIR]
+
+No GPU, no CuPy, no nvcc, or a GPU that is not sm_90: one line and exit 2 (HardwareUnavailable).
+An instruction of another architecture: says which architecture it needs, exit 2.
+May import: numpy, mmaformal.isa, mmaformal.hw.runner / validate (lazily).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from .. import isa
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("hw", help="run or validate instructions on an NVIDIA Hopper GPU")
+    hs = p.add_subparsers(dest="hw_verb", metavar="HWVERB")
+    hs.required = True
+    r = hs.add_parser("run", help="run an instruction on .npy raw-bit tiles on the GPU")
+    r.add_argument("instr")
+    for k in ("a", "b", "c", "out"):
+        r.add_argument(f"--{k}", required=True, type=Path)
+    v = hs.add_parser("validate", help="random CLFP-class tests on the GPU against the theory")
+    v.add_argument("instr", nargs="*")
+    v.add_argument("--preset", choices=["sm90"])
+    v.add_argument("--tests", type=int, default=1_000_000)
+    v.add_argument("--classes", default=None)
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--out", type=Path)
+    return p
+
+
+def _supported(name: str) -> str:
+    ins = isa.lookup(name)
+    if ins.arch != "sm90":
+        raise ValueError(f"{ins.name} needs an {ins.arch} GPU; this harness runs sm90 (Hopper) instructions")
+    return ins.name
+
+
+def run(args) -> int:
+    from . import runner
+    if args.hw_verb == "run":
+        name = _supported(args.instr)
+        ok, why = runner.available()
+        if not ok:
+            raise ValueError(f"no usable GPU: {why}")
+        a, b, c = (np.load(p, allow_pickle=False) for p in (args.a, args.b, args.c))
+        np.save(args.out, runner.run(name, a, b, c))
+        return 0
+    from . import validate
+    names = [_supported(n) for n in args.instr] + (validate.PRESETS[args.preset] if args.preset else [])
+    if not names:
+        raise ValueError("name instructions or --preset")
+    ok, why = runner.available()
+    if not ok:
+        raise ValueError(f"no usable GPU: {why}")
+    argv = names + ["--tests", str(args.tests), "--seed", str(args.seed)]
+    if args.classes:
+        argv += ["--classes", args.classes]
+    if args.out:
+        argv += ["--out", str(args.out)]
+    return validate.main(argv)
