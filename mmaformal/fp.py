@@ -382,6 +382,8 @@ def _nan_out(f: Format, nan: "str | int", ops: list[Unpacked]) -> BV:
     NaN operand in argument order, quieted: a, then b, then c) or "propagate-reverse" (the
     last operand first: c, then b, then a; Source: H200 campaign 2026-11-21, DMMA)."""
     K = ops[0].sign.k
+    if f.nan == "none":
+        return K.const(0, f.storage, False)   # never selected: the format has no NaN
     if nan in ("propagate", "propagate-reverse"):
         out = K.const(default_nan(f), f.storage, False)
         order = list(reversed(ops)) if nan == "propagate" else list(ops)
@@ -389,8 +391,6 @@ def _nan_out(f: Format, nan: "str | int", ops: list[Unpacked]) -> BV:
             if u.fmt.nan == "ieee" and u.fmt.t >= 1 and u.fmt is f:
                 out = ite(u.nan, quiet(f, u), out)
         return out
-    if nan == "default" and f.nan == "none":
-        return K.const(0, f.storage, False)   # never selected: the format has no NaN
     code = default_nan(f) if nan == "default" else int(nan)
     return K.const(code, f.storage, False)
 

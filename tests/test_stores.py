@@ -43,13 +43,17 @@ PROOF_RECS = _proofs()
 
 @pytest.mark.parametrize("path, rec", CEX, ids=[p.name for p, _ in CEX])
 def test_counterexample_replays_on_every_backend(path, rec):
-    st = cex.stale(rec)
-    if st:
-        pytest.fail(f"{path.name}: stale, theories changed since: {st}; regenerate it")
     assert rec["verdict"] is None or isinstance(rec["verdict"], str)
     for run in rec["runs"]:
         assert "hardware" in run
     problems = cex.replay_record(rec, ("int", "numpy", "compiled"))
+    st = cex.stale(rec)
+    if st and problems:
+        pytest.fail(f"{path.name}: stale (theories changed since: {st}) and no longer replays: "
+                    f"{problems}; regenerate it")
+    if st:
+        import warnings
+        warnings.warn(f"{path.name}: theories {st} changed since it was written; it still replays")
     assert not problems, problems
 
 

@@ -78,11 +78,20 @@ def write(kind: str, models: Sequence[Model], w: Witness, outputs: dict, claim: 
     return write_runs(kind, models, runs, claim, "differ", root, **extra)
 
 
+KINDS = ("distinguish", "symmetry", "monotonic", "bound", "equiv", "unobservable")
+
+
 def read_all(root: Path | None = None) -> list[tuple[Path, dict]]:
+    """The records of this module's kinds (other tools keep their own folders here, e.g.
+    counterexamples/hw/)."""
     base = root or ROOT
-    if not base.exists():
-        return []
-    return [(p, json.loads(p.read_text())) for p in sorted(base.glob("*/*.json"))]
+    out = []
+    for k in KINDS:
+        for p in sorted((base / k).glob("*.json")) if (base / k).exists() else []:
+            rec = json.loads(p.read_text())
+            if {"kind", "runs", "models", "check"} <= set(rec):
+                out.append((p, rec))
+    return out
 
 
 def _models(rec: dict) -> dict[str, Model]:

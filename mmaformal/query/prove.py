@@ -815,20 +815,34 @@ def _bound_concrete(m: Model, w: Witness, F_claim: int | None = None):
     return exact, abs(vd - exact), B
 
 
-def _bound_twin(m: Model, solver, timeout, backends):
-    """Twin: the theory with F-2 fraction bits must violate the same bound (stated with the
-    original F)."""
+def _bound_twin(m: Model, solver, timeout, backends, concrete_budget: float = 60):
+    """Twin: the theory with F-2 fraction bits against the same bound (stated with the
+    original F). For T-FDPA chains the same lemma set must fail (a lemma SAT); then a concrete
+    violating input is searched for (monolithic, within `concrete_budget` seconds) and, if
+    found, replayed."""
     t0 = _now()
     F = m.theory.param_dict["F"]
     tw = mutate(m, {"F": F - 2})
-    st, r, best, it, text = _bound_search(tw, F, solver, timeout, backends, 1, t0)
-    d = {"claim": f"{tw.label}: the same bound (with F = {F}) on the theory with F = {F - 2}",
-         "status": "sat" if best else st, "solver": r.solver, "seconds": round(_now() - t0, 3),
-         "query_sha256": sha256(text)}
+    d = {"claim": f"{tw.label}: the same bound (with F = {F}) on the theory with F = {F - 2}"}
+    try:
+        lemmas = _dec.bound_lemmas(_dec.structure(tw), F_claim=F)
+    except _dec.NotDecomposable:
+        lemmas = None
+    if lemmas is not None:
+        status, parts = _dec.run_lemmas(lemmas, solver, timeout)
+        if status == "failed":
+            d.update(status="sat", verdict="refuted", lemma=parts[-1]["lemma"],
+                     lemma_sha256=parts[-1]["sha256"])
+    budget = concrete_budget if lemmas is not None else timeout
+    st, r, best, it, text = _bound_search(tw, F, solver, budget, backends, 1, _now())
+    d["query_sha256"] = sha256(text)
     if best:
-        d["verdict"] = "refuted"
-        d["witness"] = best[0].to_json()
-        d["error"], d["bound"] = str(best[2]), str(best[3])
+        d.update(status="sat", verdict="refuted", witness=best[0].to_json(),
+                 error=str(best[2]), bound=str(best[3]))
+    elif "status" not in d:
+        d["status"] = st
+    d["solver"] = r.solver
+    d["seconds"] = round(_now() - t0, 3)
     return d
 
 
@@ -1065,3 +1079,22 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def prune_cache(root: Path | None = None) -> list[str]:
+    """Remove proved lemmas in proofs/cache that no stored proof references any more (after
+    re-proving stale claims). Returns the removed sha256s."""
+    root = root or PROOFS
+    used = set()
+    for g in CLAIMS:
+        for p in sorted((root / g).glob("*.json")) if (root / g).exists() else []:
+            rec = json.loads(p.read_text())
+            used |= {q["sha256"] for q in rec.get("parts", [])}
+    gone = []
+    cdir = root / "cache"
+    for q in sorted(cdir.glob("*.smt2")) if cdir.exists() else []:
+        if q.stem not in used:
+            q.unlink()
+            q.with_suffix(".json").unlink(missing_ok=True)
+            gone.append(q.stem)
+    return gone

@@ -548,6 +548,8 @@ def _emax(terms: list[_Term], zero_exp: str):
         es = [t.exp for t in terms if not t.zero]
     elif zero_exp == "field":
         es = [t.exp for t in terms]
+    elif isinstance(zero_exp, int) and not isinstance(zero_exp, bool):
+        es = [zero_exp if t.zero else t.exp for t in terms]   # a fixed exponent for zero terms
     else:
         raise ValueError(f"unknown zero_exp {zero_exp!r}")
     return max(es) if es else None
