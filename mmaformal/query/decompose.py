@@ -49,7 +49,7 @@ from typing import Sequence
 from .. import fp, mma
 from ..bits import BV, Z3Backend
 from .distinguish import (CACHE, Inputs, Model, approx_equal, free_vars, neg_bits,
-                          solve_cached, to_smt2)
+                          smt2_text, solve_cached)
 
 __all__ = ["Lemma", "Structure", "structure", "symmetry_lemmas", "run_lemmas",
            "COMBINATION_SYMMETRY"]
@@ -108,7 +108,7 @@ def _canonical_text(assertions) -> str:
         pairs.append((e, new))
     if pairs:
         assertions = [z3.substitute(a, *pairs) for a in assertions]
-    text = to_smt2(assertions)
+    text = smt2_text(assertions)
     lines = text.split("\n")
     decl = sorted(l for l in lines if l.startswith("(declare-fun") or l.startswith("(declare-const"))
     rest = [l for l in lines if not (l.startswith("(declare-fun") or l.startswith("(declare-const"))]
@@ -442,17 +442,21 @@ def bound_lemmas(st: Structure, F_claim: int | None = None) -> list[Lemma]:
             ls, rs = max(0, Fm - t.fb), max(0, t.fb - Fm)
             mw = t.sig.w + ls - rs
             total += 1 << mw
-            K0 = max(0, Fm - t.fb)
-            Dmax = t.sig.w + Fm + 2
-            SH = Dmax + t.fb - Fm + K0
+            # units 2^(e_t - fb - K0): the term is sig << K0, A (grid 2^(V-Fm)) is
+            # A << (d + fb - Fm + K0), the claimed unit 2^(V-F) is 1 << (d + fb - F + K0)
+            K0 = max(0, max(Fm, F) - t.fb)
+            Dmax = t.sig.w + max(Fm, F) + 2
+            SH = Dmax + t.fb - min(Fm, F) + K0
             WW = max(w + SH, t.sig.w + K0) + 4
             ew = E.size() + 2
             d = z3.SignExt(2, V) - z3.SignExt(2, e_t)
-            shv = z3.ZeroExt(WW - ew, d + (t.fb - Fm + K0)) if WW > ew else d + (t.fb - Fm + K0)
-            As = z3.SignExt(WW - w, A) << shv
+            ext = lambda x: z3.ZeroExt(WW - ew, x) if WW > ew else x
+            shA = ext(d + (t.fb - Fm + K0))
+            shU = ext(d + (t.fb - F + K0))
+            As = z3.SignExt(WW - w, A) << shA
             Xu = z3.ZeroExt(WW - t.sig.w, sig) << K0
             Xs = z3.If(sign, -Xu, Xu)
-            unit = z3.BitVecVal(1, WW) << shv
+            unit = z3.BitVecVal(1, WW) << shU
             diff = Xs - As
             small = z3.And(diff < unit, diff > -unit)
             claim = z3.And(A < (1 << mw), A > -(1 << mw),
@@ -489,7 +493,7 @@ def bound_lemmas(st: Structure, F_claim: int | None = None) -> list[Lemma]:
         hyp = [z3.Not(Nv), z3.Not(Pv), z3.Not(Qv), z3.Not(ug.nan.v), z3.Not(ug.inf.v),
                (mag != (rf.max_code << rf.pad) >> sf.pad).v]
         ewo = max(Ev.size(), ug.exp.w) + 4
-        e0 = z3.SignExt(ewo - Ev.size(), Ev) - F
+        e0 = z3.SignExt(ewo - Ev.size(), Ev) - Fm       # the model converts S 2^(E - Fm)
         low = e0 < sf.emin - tt - w - 2
         high = e0 > sf.emax + 1
         WO = 2 * (w + tt) + 24

@@ -876,8 +876,23 @@ def mutate(m: Model, changes: dict, label: str | None = None) -> Model:
 # distinguish
 # ============================================================================================
 
+def smt2_text(assertions) -> str:
+    """SMT-LIB2 text of z3 assertions, independent of the process's history: the terms are
+    first translated into a fresh z3 context (so AST ids, which order z3's let-bindings, come
+    from one deterministic traversal), then printed like solvers.to_smt2."""
+    import z3
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
+    for a in assertions:
+        s.add(a.translate(ctx))
+    text = s.to_smt2()
+    if "(set-logic" not in text:
+        text = "(set-logic ALL)\n" + text
+    return text
+
+
 def _smt2(assertions) -> str:
-    return to_smt2(list(assertions))
+    return smt2_text(list(assertions))
 
 
 @dataclasses.dataclass
@@ -921,8 +936,7 @@ def build(A: Model, B: Model, where: Sequence[str] = ()) -> Query:
 
 
 def constraints_satisfiable(q: Query, solver: str, timeout: float | None) -> Result:
-    import z3
-    return check(_smt2(q.where + [z3.BoolVal(True)]), solver, timeout)
+    return check(to_smt2(list(q.where)), solver, timeout)
 
 
 @dataclasses.dataclass

@@ -68,7 +68,7 @@ from .distinguish import (BadInput, CACHE, CACHE_DIR, EXIT_BAD, EXIT_INTERNAL, E
                           EXIT_REFUTED, EXIT_UNKNOWN, InternalError, Inputs, Model, Witness,
                           _hex, add_common, approx_equal, build, check, equivalence_twin,
                           evaluate, free_vars, mutate, neg_bits, portable, replay, resolve,
-                          resolve_pair, search, to_smt2)
+                          resolve_pair, search, smt2_text)
 from .store import PROOFS, sha256
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
@@ -167,7 +167,7 @@ def _monolithic(assertions_fn, K, solver, timeout, t0, replay_check, obligations
     use_obl = obligations == "always"
     while True:
         asserts = assertions_fn() + ([portable(o) for o in K.obligations] if use_obl else [])
-        text = to_smt2(asserts)
+        text = smt2_text(asserts)
         left = None if timeout is None else max(0.1, timeout - (_now() - t0))
         r = check(text, solver, left)
         if r.status != "sat":
@@ -205,7 +205,7 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     t0 = _now()
     claim = f"{m.label}: {SYMMETRY_STATEMENT}"
     K, inp, out, sout, bad = symmetry_query(m)
-    mono_text = to_smt2([bad])
+    mono_text = smt2_text([bad])
     if emit:
         Path(emit).write_text(mono_text)
     res = None
@@ -743,7 +743,7 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
             texts = {p["sha256"]: p.pop("text") for p in parts}
             if status == "proved":
                 K_, x_, cons_, excess_, U_, W_ = _bound_parts(m)
-                text = to_smt2(cons_ + [(excess_ > 0).v])
+                text = smt2_text(cons_ + [(excess_ > 0).v])
                 res = outcome("proved", claim, [m], _now() - t0,
                               ",".join(sorted({p["solver"] for p in parts})),
                               method="decomposed", parts=parts,

@@ -13,10 +13,10 @@
 (assert
  (and (and (bvslt A0_ (_ bv134217728 33)) (bvsgt A0_ (_ bv8455716864 33))) (and (bvslt A1_ (_ bv134217728 33)) (bvsgt A1_ (_ bv8455716864 33))) (and (bvslt A2_ (_ bv134217728 33)) (bvsgt A2_ (_ bv8455716864 33))) (and (bvslt A3_ (_ bv134217728 33)) (bvsgt A3_ (_ bv8455716864 33))) (and (bvslt A4_ (_ bv134217728 33)) (bvsgt A4_ (_ bv8455716864 33))) (and (bvslt A5_ (_ bv134217728 33)) (bvsgt A5_ (_ bv8455716864 33))) (and (bvslt A6_ (_ bv134217728 33)) (bvsgt A6_ (_ bv8455716864 33))) (and (bvslt A7_ (_ bv134217728 33)) (bvsgt A7_ (_ bv8455716864 33))) (and (bvslt A8_ (_ bv67108864 33)) (bvsgt A8_ (_ bv8522825728 33)))))
 (assert
- (let ((?x301 (bvadd (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_) A5_)))
-(let ((?x17868 (bvadd (bvadd (bvadd ?x301 A6_) A7_) A8_)))
-(let ((?x2409 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
-(let ((?x21226 (bvadd (bvadd (bvadd (bvadd ?x2409 (bvneg A4_)) (bvneg A5_)) (bvneg A6_)) (bvneg A7_))))
-(let (($x10203 (and (= (bvadd ?x21226 (bvneg A8_)) (bvneg ?x17868)) (and (distinct ?x17868 (_ bv4294967296 33)) true))))
-(not $x10203)))))))
+ (let ((?x120 (bvadd (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_) A5_)))
+(let ((?x123 (bvadd (bvadd (bvadd ?x120 A6_) A7_) A8_)))
+(let ((?x105 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
+(let ((?x113 (bvadd (bvadd (bvadd (bvadd ?x105 (bvneg A4_)) (bvneg A5_)) (bvneg A6_)) (bvneg A7_))))
+(let (($x128 (and (= (bvadd ?x113 (bvneg A8_)) (bvneg ?x123)) (and (distinct ?x123 (_ bv4294967296 33)) true))))
+(not $x128)))))))
 (check-sat)

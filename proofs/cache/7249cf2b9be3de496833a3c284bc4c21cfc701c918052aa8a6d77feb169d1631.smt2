@@ -9,8 +9,8 @@
 (assert
  (and (and (bvslt A0_ (_ bv67108864 31)) (bvsgt A0_ (_ bv2080374784 31))) (and (bvslt A1_ (_ bv67108864 31)) (bvsgt A1_ (_ bv2080374784 31))) (and (bvslt A2_ (_ bv67108864 31)) (bvsgt A2_ (_ bv2080374784 31))) (and (bvslt A3_ (_ bv67108864 31)) (bvsgt A3_ (_ bv2080374784 31))) (and (bvslt A4_ (_ bv33554432 31)) (bvsgt A4_ (_ bv2113929216 31)))))
 (assert
- (let ((?x3643 (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_)))
-(let ((?x8400 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
-(let (($x10449 (and (= (bvadd ?x8400 (bvneg A4_)) (bvneg ?x3643)) (and (distinct ?x3643 (_ bv1073741824 31)) true))))
-(not $x10449)))))
+ (let ((?x79 (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_)))
+(let ((?x73 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
+(let (($x84 (and (= (bvadd ?x73 (bvneg A4_)) (bvneg ?x79)) (and (distinct ?x79 (_ bv1073741824 31)) true))))
+(not $x84)))))
 (check-sat)

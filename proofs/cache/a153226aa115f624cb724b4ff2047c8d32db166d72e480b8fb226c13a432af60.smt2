@@ -13,10 +13,10 @@
 (assert
  (and (and (bvslt A0_ (_ bv67108864 32)) (bvsgt A0_ (_ bv4227858432 32))) (and (bvslt A1_ (_ bv67108864 32)) (bvsgt A1_ (_ bv4227858432 32))) (and (bvslt A2_ (_ bv67108864 32)) (bvsgt A2_ (_ bv4227858432 32))) (and (bvslt A3_ (_ bv67108864 32)) (bvsgt A3_ (_ bv4227858432 32))) (and (bvslt A4_ (_ bv67108864 32)) (bvsgt A4_ (_ bv4227858432 32))) (and (bvslt A5_ (_ bv67108864 32)) (bvsgt A5_ (_ bv4227858432 32))) (and (bvslt A6_ (_ bv67108864 32)) (bvsgt A6_ (_ bv4227858432 32))) (and (bvslt A7_ (_ bv67108864 32)) (bvsgt A7_ (_ bv4227858432 32))) (and (bvslt A8_ (_ bv33554432 32)) (bvsgt A8_ (_ bv4261412864 32)))))
 (assert
- (let ((?x6264 (bvadd (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_) A5_)))
-(let ((?x2089 (bvadd (bvadd (bvadd ?x6264 A6_) A7_) A8_)))
-(let ((?x5436 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
-(let ((?x7307 (bvadd (bvadd (bvadd (bvadd ?x5436 (bvneg A4_)) (bvneg A5_)) (bvneg A6_)) (bvneg A7_))))
-(let (($x5908 (and (= (bvadd ?x7307 (bvneg A8_)) (bvneg ?x2089)) (and (distinct ?x2089 (_ bv2147483648 32)) true))))
-(not $x5908)))))))
+ (let ((?x120 (bvadd (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_) A5_)))
+(let ((?x123 (bvadd (bvadd (bvadd ?x120 A6_) A7_) A8_)))
+(let ((?x105 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
+(let ((?x113 (bvadd (bvadd (bvadd (bvadd ?x105 (bvneg A4_)) (bvneg A5_)) (bvneg A6_)) (bvneg A7_))))
+(let (($x128 (and (= (bvadd ?x113 (bvneg A8_)) (bvneg ?x123)) (and (distinct ?x123 (_ bv2147483648 32)) true))))
+(not $x128)))))))
 (check-sat)

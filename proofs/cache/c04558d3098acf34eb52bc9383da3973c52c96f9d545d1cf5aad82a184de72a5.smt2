@@ -9,8 +9,8 @@
 (assert
  (and (and (bvslt A0_ (_ bv134217728 32)) (bvsgt A0_ (_ bv4160749568 32))) (and (bvslt A1_ (_ bv134217728 32)) (bvsgt A1_ (_ bv4160749568 32))) (and (bvslt A2_ (_ bv134217728 32)) (bvsgt A2_ (_ bv4160749568 32))) (and (bvslt A3_ (_ bv134217728 32)) (bvsgt A3_ (_ bv4160749568 32))) (and (bvslt A4_ (_ bv67108864 32)) (bvsgt A4_ (_ bv4227858432 32)))))
 (assert
- (let ((?x5336 (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_)))
-(let ((?x2404 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
-(let (($x5262 (and (= (bvadd ?x2404 (bvneg A4_)) (bvneg ?x5336)) (and (distinct ?x5336 (_ bv2147483648 32)) true))))
-(not $x5262)))))
+ (let ((?x79 (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_)))
+(let ((?x73 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
+(let (($x84 (and (= (bvadd ?x73 (bvneg A4_)) (bvneg ?x79)) (and (distinct ?x79 (_ bv2147483648 32)) true))))
+(not $x84)))))
 (check-sat)

@@ -9,8 +9,8 @@
 (assert
  (and (and (bvslt A0_ (_ bv33554432 30)) (bvsgt A0_ (_ bv1040187392 30))) (and (bvslt A1_ (_ bv33554432 30)) (bvsgt A1_ (_ bv1040187392 30))) (and (bvslt A2_ (_ bv33554432 30)) (bvsgt A2_ (_ bv1040187392 30))) (and (bvslt A3_ (_ bv33554432 30)) (bvsgt A3_ (_ bv1040187392 30))) (and (bvslt A4_ (_ bv16777216 30)) (bvsgt A4_ (_ bv1056964608 30)))))
 (assert
- (let ((?x4534 (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_)))
-(let ((?x4832 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
-(let (($x2773 (and (= (bvadd ?x4832 (bvneg A4_)) (bvneg ?x4534)) (and (distinct ?x4534 (_ bv536870912 30)) true))))
-(not $x2773)))))
+ (let ((?x79 (bvadd (bvadd (bvadd (bvadd A0_ A1_) A2_) A3_) A4_)))
+(let ((?x73 (bvadd (bvadd (bvadd (bvneg A0_) (bvneg A1_)) (bvneg A2_)) (bvneg A3_))))
+(let (($x84 (and (= (bvadd ?x73 (bvneg A4_)) (bvneg ?x79)) (and (distinct ?x79 (_ bv536870912 30)) true))))
+(not $x84)))))
 (check-sat)
