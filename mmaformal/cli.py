@@ -38,7 +38,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _verb_of(argv) -> str | None:
+    """The verb an argument list names (its first word that is not an option), or None."""
+    for a in sys.argv[1:] if argv is None else argv:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def _parser(argv=None) -> argparse.ArgumentParser:
+    """The argument parser. The sub-parsers of verbs defined in their own modules
+    (``_MODULE_VERBS``) are built only when needed: for the verb argv names, or for all of them
+    when argv names none or an unknown one (help and "invalid choice" list every verb). So a
+    built-in verb such as ``simulate`` never imports the query, hw, emulate, ... modules."""
     from . import __version__
     p = _Parser(prog="mmaformal", description="Formal, bit-exact models of GPU matrix-multiply-"
                 "accumulate arithmetic: list, simulate, compare, explain.")
@@ -46,7 +58,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     import importlib
-    for mod in _MODULE_VERBS.values():
+    verb = _verb_of(argv)
+    if verb in _MODULE_VERBS:
+        mods = [_MODULE_VERBS[verb]]
+    elif verb in _VERBS:
+        mods = []
+    else:
+        mods = list(_MODULE_VERBS.values())
+    for mod in mods:
         importlib.import_module(mod).add_parser(sub)
 
     q = sub.add_parser("list", help="architectures, instructions, theories, statuses")

@@ -14,6 +14,10 @@ Invariants:
 - Every plain operation checks for overflow exactly as the numpy back-end does; a lane that
   overflows makes `run` raise OverflowError (with the op's position in the trace).
 - Kernels are cached by the hash of their source, in $MMAFORMAL_CACHE or ~/.cache/mmaformal.
+  A caller that names what determines its trace (`compile_kernel(disk_key=...)`: e.g. the
+  hash of the theory and of the source of the code it runs) finds the kernel of an earlier
+  process through an index file there, without tracing again; that key also covers this
+  module's and bits' source, the lane count and the C compiler.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import _cache
 from .bits import BV, INT, Backend, Bool, _range
 
 __all__ = ["TraceBackend", "Kernel", "compile_kernel", "Unsupported", "available"]
@@ -427,20 +432,22 @@ def available() -> tuple[bool, str]:
 
 
 def _cache_dir() -> Path:
-    d = Path(os.environ.get("MMAFORMAL_CACHE") or Path.home() / ".cache" / "mmaformal")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return _cache.cache_dir()
 
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}
 
 
-def _build(src: str) -> Any:
+def _build(src: str, keep_source: bool = False) -> Any:
     h = hashlib.sha256(src.encode()).hexdigest()[:24]
     with _LOCK:
         if h in _LOADED:
             return _LOADED[h]
+        if keep_source:             # read back by kernels found through the disk index
+            c = _cache_dir() / f"k_{h}.c"
+            if not c.exists():
+                c.write_text(src)
         ok, cc = available()
         if not ok:
             raise Unsupported(cc)
@@ -462,18 +469,53 @@ def _build(src: str) -> Any:
                 os.replace(out, so)
         lib = ctypes.CDLL(str(so))
         lib.kernel.restype = ctypes.c_int64
+        lib.so_hash = h
         _LOADED[h] = lib
         return lib
+
+
+def _index_file(disk_key: str, in_storage, out_storage, lanes: int) -> Path:
+    here = Path(__file__).resolve().parent
+    head = f"{disk_key}|{list(in_storage)}|{list(out_storage)}|{lanes}|{available()[1]}"
+    key = hashlib.sha256(head.encode() + _cache.files_key(
+        [here / "compile.py", here / "bits.py", here / "_cache.py"]).encode()).hexdigest()
+    return _cache_dir() / f"kidx_{key[:32]}.txt"
+
+
+def _from_index(idx: Path, in_storage, out_storage) -> "Kernel | None":
+    """The kernel an earlier process built under this index file, or None."""
+    try:
+        h = idx.read_text().strip()
+    except OSError:
+        return None
+    d = _cache_dir()
+    if len(h) != 24 or not (d / f"k_{h}.so").exists() or not (d / f"k_{h}.c").exists():
+        return None
+    with _LOCK:
+        lib = _LOADED.get(h)
+        if lib is None:
+            lib = ctypes.CDLL(str(d / f"k_{h}.so"))
+            lib.kernel.restype = ctypes.c_int64
+            lib.so_hash = h
+            _LOADED[h] = lib
+    return Kernel(lib, in_storage, out_storage, None)
 
 
 class Kernel:
     """A compiled definition: call with one array per input (lanes), get the outputs."""
 
-    def __init__(self, lib, in_storage, out_storage, source: str):
+    def __init__(self, lib, in_storage, out_storage, source: str | None):
         self.lib = lib
         self.in_storage = list(in_storage)
         self.out_storage = list(out_storage)
-        self.source = source
+        self._source = source
+
+    @property
+    def source(self) -> str:
+        """The C source (read back from the cache for a kernel found by its disk index)."""
+        if self._source is None:
+            self._source = (_cache_dir() / f"k_{self.lib.so_hash}.c").read_text()
+        return self._source
 
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
         if len(inputs) != len(self.in_storage):
@@ -510,30 +552,52 @@ _KERNELS: dict[Any, Kernel] = {}
 
 
 def compile_kernel(fn: Callable[..., Sequence[BV] | BV], in_storage: Sequence[int],
-                   out_storage: Sequence[int], key: Any = None) -> Kernel:
+                   out_storage: Sequence[int], key: Any = None, disk_key: str | None = None) -> Kernel:
     """Trace fn(K, *inputs) (inputs: unsigned BVs of the given storage widths) into a kernel.
 
-    `key`, when given, caches the traced kernel in-process (tracing itself costs time)."""
+    `key`, when given, caches the traced kernel in-process (tracing itself costs time).
+    `disk_key`, when given, must determine fn's trace completely (the caller hashes what fn
+    runs: its parameters and the source of its code); the built kernel is then found again by
+    later processes without tracing (see the module docstring)."""
     if key is not None and key in _KERNELS:
         return _KERNELS[key]
+    lanes = int(os.environ.get("MMAFORMAL_LANES", "8"))
+    idx = None
+    if disk_key is not None:
+        try:
+            idx = _index_file(disk_key, in_storage, out_storage, lanes)
+        except OSError:
+            idx = None
+        kern = _from_index(idx, in_storage, out_storage) if idx is not None else None
+        if kern is not None:
+            if key is not None:
+                _KERNELS[key] = kern
+            return kern
     K = TraceBackend()
     ins = [K.input(s) for s in in_storage]
     outs = fn(K, *ins)
     if isinstance(outs, BV):
         outs = [outs]
-    lanes = int(os.environ.get("MMAFORMAL_LANES", "8"))
     try:
         src = K.source(outs, out_storage, lanes=lanes)
     except Unsupported:
         src = K.source(outs, out_storage)
+    keep = idx is not None
     try:
-        lib = _build(src)
+        lib = _build(src, keep)
     except RuntimeError:
         if "vector_size" not in src:
             raise
         src = K.source(outs, out_storage)       # a compiler that rejects the vector code
-        lib = _build(src)
+        lib = _build(src, keep)
     kern = Kernel(lib, in_storage, out_storage, src)
+    if idx is not None:
+        try:
+            tmp = idx.with_name(f".{idx.name}.{os.getpid()}")
+            tmp.write_text(lib.so_hash)
+            os.replace(tmp, idx)
+        except OSError:
+            pass
     if key is not None:
         _KERNELS[key] = kern
     return kern

@@ -62,6 +62,16 @@ def _kernel(th, ins):
         return _kernel_locked(th, ins)
 
 
+def _disk_key(th, ins) -> str:
+    """What determines the trace of `th.dot` on `ins`: the theory's arithmetic content, the
+    instruction, and the source of the code the dot product runs (so a later process finds the
+    compiled kernel without tracing it again; mmaformal.compile)."""
+    from ._cache import files_key
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = [os.path.join(here, f) for f in ("bits.py", "fp.py", "mma.py", "theory.py", "simulate.py")]
+    return f"simulate.dot|{th.hash()}|{ins.name}|{files_key(code)}"
+
+
 def _kernel_locked(th, ins):
     key = (th.hash(), ins.name)
     if key in _KERNELS:
@@ -78,7 +88,8 @@ def _kernel_locked(th, ins):
             sb = list(x[2 * nk + 1 + nblk:]) if nblk else None
             return th.dot(K, list(x[:nk]), list(x[nk:2 * nk]), x[2 * nk], sa, sb)
         try:
-            kern = _compile.compile_kernel(fn, [wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk), [wd])
+            kern = _compile.compile_kernel(fn, [wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk), [wd],
+                                           disk_key=_disk_key(th, ins))
         except _compile.Unsupported:
             kern = None
         except (RuntimeError, OSError) as e:       # say so once: a silent fallback hides a 100x

@@ -1,7 +1,7 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
-May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits (and the standard
-library). Never z3 at module level (the simulator path imports this module).
+May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache (and
+the standard library). Never z3 at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -723,8 +723,14 @@ def load(*paths: "str | Path", complete: bool | None = None) -> TheorySet:
 
 @functools.lru_cache(maxsize=1)
 def default() -> TheorySet:
-    """The package's theories (loaded and checked once per process)."""
-    return load()
+    """The package's theories (loaded and checked once per process; a later process unpickles
+    the checked set while the theory files, the instruction tables and the code that checks
+    them are byte-identical: mmaformal._cache)."""
+    from ._cache import cached
+    here = Path(__file__).resolve().parent
+    files = sorted(THEORY_DIR.glob("*.toml")) if THEORY_DIR.is_dir() else [THEORY_DIR]
+    code = [here / n for n in ("theory.py", "mma.py", "fp.py", "bits.py", "_cache.py")]
+    return cached("theories", [*isa.DATA_FILES, Path(isa.__file__), *files, *code], load)
 
 
 def resolve(instr: "Instruction | str", theory: "str | Theory | None" = None) -> Theory:

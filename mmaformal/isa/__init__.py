@@ -5,8 +5,9 @@ architectures (NVIDIA sm70 sm75 sm80 sm89 sm90 sm100 sm120, AMD gfx908 gfx90a gf
 shape, operand formats, scale format and expected machine mnemonic. What an instruction
 *computes* lives in ``theories/``; this module only says that it exists.
 
-Imports: the Python standard library only (``tomllib`` for the data); nothing from bits, fp,
-mma or any other layer of mmaformal, so the tables can be read and reviewed on their own.
+Imports: the Python standard library only (``tomllib`` for the data) and mmaformal._cache (a
+standard-library-only cache of the checked catalog); nothing from bits, fp, mma or any other
+layer of mmaformal, so the tables can be read and reviewed on their own.
 
 Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`` table is a
 *family* that the loader expands over the product of its list-valued keys:
@@ -426,8 +427,12 @@ def load(*paths: str | Path) -> dict[str, Instruction]:
 
 @functools.lru_cache(maxsize=1)
 def catalog() -> dict[str, Instruction]:
-    """All known instructions by name (loaded once; treat the result as read-only)."""
-    return load()
+    """All known instructions by name (loaded once; treat the result as read-only).
+
+    Checked once per content of the tables and of this module: later processes unpickle the
+    checked catalog from the cache (mmaformal._cache)."""
+    from .._cache import cached
+    return cached("catalog", DATA_FILES + (Path(__file__),), load)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,163 @@
+"""Tests of the lean start-up of `mmaformal simulate`: the verb imports no module of another
+verb, the checked catalog and theory set come from a content-keyed cache (mmaformal._cache)
+that never hides a change or an error, and a compiled kernel is found again without tracing
+(mmaformal.compile disk index)."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mmaformal import _cache, isa
+from mmaformal import compile as C
+from mmaformal import theory as T
+from mmaformal.cli import main
+
+H16 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
+HEAVY = ("z3", "bitwuzla", "cvc5", "pysmt", "mmaformal.query", "mmaformal.hw", "mmaformal.emulate",
+         "mmaformal.accuracy", "mmaformal.explain", "multiprocessing")
+
+
+def _tiles(tmp_path, tiles=2):
+    rng = np.random.default_rng(1)
+    paths = {}
+    for n, shape, w in (("a", (tiles, 16, 16), 16), ("b", (tiles, 16, 8), 16), ("c", (tiles, 16, 8), 32)):
+        x = rng.integers(0, 1 << w, shape, dtype=np.uint64).astype(np.uint16 if w == 16 else np.uint32)
+        paths[n] = str(tmp_path / f"{n}.npy")
+        np.save(paths[n], x)
+    paths["out"] = str(tmp_path / "d.npy")
+    return paths
+
+
+def test_simulate_imports_no_other_verb(tmp_path):
+    p = _tiles(tmp_path)
+    code = ("import sys, json; from mmaformal.cli import main; rc = main(['simulate', %r, '--a', %r, "
+            "'--b', %r, '--c', %r, '--out', %r]); assert rc == 0; print(json.dumps(sorted(sys.modules)))"
+            % (H16, p["a"], p["b"], p["c"], p["out"]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    mods = json.loads(r.stdout.strip().splitlines()[-1])
+    loaded = [m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+    assert loaded == [], loaded
+
+
+def test_help_and_unknown_verb_still_list_every_verb(capsys):
+    from mmaformal import cli
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for verb in list(cli._MODULE_VERBS) + list(cli._VERBS):
+        assert verb in out, verb
+    assert main(["frobnicate"]) == 2
+    err = capsys.readouterr().err
+    for verb in cli._MODULE_VERBS:
+        assert repr(verb) in err, (verb, err)
+
+
+def test_module_verb_parses_alone(capsys):
+    with pytest.raises(SystemExit):
+        main(["prove", "--help"])
+    assert "usage: mmaformal prove" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# content-keyed cache
+
+
+def test_cached_reuses_rebuilds_and_never_caches_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("MMAFORMAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MMAFORMAL_TABLE_CACHE", raising=False)
+    src = tmp_path / "table.toml"
+    src.write_text("x = 1\n")
+    calls = []
+
+    def build():
+        calls.append(src.read_text())
+        if "bad" in src.read_text():
+            raise ValueError("table.toml: bad")
+        return {"value": src.read_text()}
+
+    assert _cache.cached("t", [src], build) == {"value": "x = 1\n"}
+    assert _cache.cached("t", [src], build) == {"value": "x = 1\n"}
+    assert len(calls) == 1                                  # the second came from the cache
+    src.write_text("x = 2\n")                               # a change is never hidden
+    assert _cache.cached("t", [src], build) == {"value": "x = 2\n"}
+    assert len(calls) == 2
+    src.write_text("bad\n")                                 # errors propagate, every time
+    for _ in range(2):
+        with pytest.raises(ValueError, match="bad"):
+            _cache.cached("t", [src], build)
+    assert len(calls) == 4
+    src.write_text("x = 2\n")
+    f = tmp_path / "cache" / f"t_{_cache.files_key([src])[:32]}.pickle"
+    assert f.exists()
+    f.write_bytes(b"not a pickle")                          # corrupt: rebuilt and rewritten
+    assert _cache.cached("t", [src], build) == {"value": "x = 2\n"}
+    assert pickle.loads(f.read_bytes()) == {"value": "x = 2\n"}
+    monkeypatch.setenv("MMAFORMAL_TABLE_CACHE", "0")         # off: always built
+    n = len(calls)
+    _cache.cached("t", [src], build)
+    assert len(calls) == n + 1
+
+
+def test_cached_catalog_and_theories_equal_fresh_loads(tmp_path):
+    env = dict(os.environ, MMAFORMAL_CACHE=str(tmp_path))
+    env.pop("MMAFORMAL_TABLE_CACHE", None)
+    code = ("import json; from mmaformal import isa, theory as T; c = isa.catalog(); ts = T.default(); "
+            "print(json.dumps([len(c), sorted(t.id for t in ts), "
+            "{t.id: ts.instructions_of(t.id) for t in ts}, T.resolve(%r).hash()]))" % H16)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                           check=True).stdout for _ in range(2)]
+    assert sorted(f.name.split("_")[0] for f in tmp_path.glob("*.pickle")) == ["catalog", "theories"]
+    assert runs[0] == runs[1]
+    fresh = T.load()
+    n, ids, members, h = json.loads(runs[1])
+    assert n == len(isa.load()) and ids == sorted(t.id for t in fresh)
+    assert members == {t.id: fresh.instructions_of(t.id) for t in fresh}
+    assert h == fresh.resolve(H16).hash()
+
+
+# --------------------------------------------------------------------------------------------
+# compiled kernels found again without tracing
+
+
+def test_kernel_disk_index_skips_tracing(tmp_path, monkeypatch):
+    ok, _ = C.available()
+    if not ok:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("MMAFORMAL_CACHE", str(tmp_path))
+    traced = []
+
+    def fn(K, x, y):
+        traced.append(1)
+        return K.add(K.resize(x, 17, False), K.resize(y, 17, False))
+
+    x = np.arange(1000, dtype=np.uint16)
+    y = np.arange(1000, dtype=np.uint16)[::-1].copy()
+    k1 = C.compile_kernel(fn, [16, 16], [32], disk_key="test|add17")
+    assert traced == [1]
+    C._LOADED.clear()                                        # as a new process would be
+    k2 = C.compile_kernel(fn, [16, 16], [32], disk_key="test|add17")
+    assert traced == [1]                                     # found through the index
+    assert k2.source == k1.source
+    assert np.array_equal(k1(x, y)[0], k2(x, y)[0])
+    assert np.array_equal(k2(x, y)[0], x.astype(np.uint32) + y)
+    C.compile_kernel(fn, [16, 16], [32], disk_key="test|other")
+    assert traced == [1, 1]                                  # another key traces
+
+
+def test_cli_simulate_same_bits_with_and_without_caches(tmp_path):
+    p = _tiles(tmp_path, tiles=600)                          # > COMPILE_MIN lanes: the kernel
+    outs = []
+    for i, extra in enumerate(({"MMAFORMAL_TABLE_CACHE": "0"}, {}, {}, {"MMAFORMAL_BACKEND": "numpy"})):
+        env = dict(os.environ, MMAFORMAL_CACHE=str(tmp_path / "cache"), **extra)
+        out = str(tmp_path / f"d{i}.npy")
+        r = subprocess.run([sys.executable, "-m", "mmaformal", "simulate", H16, "--a", p["a"], "--b", p["b"],
+                            "--c", p["c"], "--out", out], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        outs.append(np.load(out))
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
