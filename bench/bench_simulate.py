@@ -1,14 +1,23 @@
 """Benchmark: `mmaformal simulate` vs mmasim 2.1.1 on the same random-bit dot products.
 
-    python3 bench/bench_simulate.py [-n 2000000] [--big 10000000] [--workdir DIR]
+    python3 bench/bench_simulate.py [-n 2000000] [--big 10000000] [--repeat 3] [--workdir DIR]
 
 1. Writes n random-bit-stream dot products of sm90/mma.m16n8k16.f32.f16.f16.f32 as raw-bit .npy
    tiles (A (T,16,16) uint16, B (T,16,8) uint16, C (T,16,8) uint32, T = n / 128).
 2. Runs the CLI as a subprocess (`python -m mmaformal simulate ... --out D.npy`): process
-   start-up, file reading and writing included.
+   start-up, file reading and writing included. One warm-up run first (a first run on a
+   machine compiles the C kernel and caches the checked tables; mmasim's C++ extension is
+   likewise built once by bench/setup_mmasim.sh).
 3. Runs mmasim's batch path (bench/mmasim_adapter.py `mmasim_dpa`, one core) on the same dot
    products in a subprocess of the benchmark venv (/work/benchenv/bin/python, or $MMASIM_PYTHON),
    also start-up and .npy I/O included; it reports its in-process time too.
+   Steps 2 and 3 alternate --repeat times; the medians are reported. Both run one thread.
+   Bytecode: an installed package has its .pyc files (pip writes them), mmasim's and torch's
+   included. Where the environment sets PYTHONDONTWRITEBYTECODE (so mmaformal, run from its
+   source tree, would recompile every module at each start), the CLI child gets a pycache
+   folder (PYTHONPYCACHEPREFIX) filled by compileall and the warm-up run, and the mmasim
+   child runs without PYTHONDONTWRITEBYTECODE; the CLI is also timed as the environment
+   stands (sources compiled at each start), and both figures are printed.
 4. Checks the outputs bit for bit and counts differences by cause (docs/mmasim-notes.md sec. 4:
    for f16 inputs with f32 output only the sign of an all-negative-zero sum can differ).
 5. The bounded-memory run: `mmaformal simulate` on --big dot products (default 10^7), printing
@@ -67,6 +76,29 @@ def _run_rss(cmd, env=None):
     return dt, ru.ru_maxrss / 1024, out
 
 
+def _in_child(fn, *args):
+    """Run fn(*args) in a forked child: big arrays never raise this process's peak RSS, which
+    Linux would report as part of every later child's (its hiwater passes through exec)."""
+    import multiprocessing
+    pr = multiprocessing.get_context("fork").Process(target=fn, args=args)
+    pr.start()
+    pr.join()
+    if pr.exitcode:
+        raise SystemExit(f"preparing the inputs failed ({pr.exitcode})")
+
+
+def _mmasim_layout(p: dict, q: dict) -> None:
+    """The adapter's (n, K) / (n,) rows, in (tile, i, j) order, of the tiles in files p."""
+    A, B, C = (np.load(p[k]) for k in "abc")
+    n = C.size
+    a_rows = np.broadcast_to(A[:, :, None, :], (A.shape[0], 16, 8, 16)).reshape(n, 16)
+    np.save(q["a"], np.ascontiguousarray(a_rows))
+    del a_rows
+    b_cols = np.broadcast_to(np.swapaxes(B, 1, 2)[:, None, :, :], (B.shape[0], 16, 8, 16)).reshape(n, 16)
+    np.save(q["b"], np.ascontiguousarray(b_cols))
+    np.save(q["c"], C.reshape(-1))
+
+
 def make_tiles(n: int, seed: int, d: Path, tag: str):
     T = -(-n // 128)
     rng = np.random.default_rng(seed)
@@ -78,6 +110,11 @@ def make_tiles(n: int, seed: int, d: Path, tag: str):
     np.save(paths["b"], B)
     np.save(paths["c"], C)
     return A, B, C, paths
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
 
 def cli_cmd(paths):
@@ -107,59 +144,87 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", help="where the .npy files go (default: a temporary directory)")
     ap.add_argument("--skip-mmasim", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="alternating runs of each (medians)")
     args = ap.parse_args(argv)
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env_src = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   MMAFORMAL_THREADS="1")
     tmp = tempfile.TemporaryDirectory(dir=args.workdir)
     d = Path(tmp.name)
     print(f"instruction {INSTR}; machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+    env, menv = env_src, None
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):   # give the children bytecode, as pip would
+        pyc = d / "pycache"
+        env = dict(env_src, PYTHONPYCACHEPREFIX=str(pyc))
+        env.pop("PYTHONDONTWRITEBYTECODE")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mmaformal")], env=env, check=True)
+        menv = dict(os.environ)                     # its packages have their pip-written .pyc
+        menv.pop("PYTHONDONTWRITEBYTECODE")
+        print(f"PYTHONDONTWRITEBYTECODE is set here: the CLI child uses bytecode in {pyc} "
+              f"(compileall, and its warm-up run for numpy); also timed without it")
 
-    A, B, C, p = make_tiles(args.n, args.seed, d, "cmp")
-    n = C.size
-    print(f"\n[1] {n:,} random-bit dot products ({C.shape[0]} tiles), files in {d}")
-    wall, rss, out = _run_rss(cli_cmd(p), env)
-    info = json.loads(out)
-    ours = np.load(p["d"]).reshape(-1)
-    print(f"mmaformal simulate (CLI subprocess, start-up + I/O): {wall:8.2f} s  {n / wall:12,.0f} dot products/s"
-          f"  (in-process simulate {info['seconds']:.2f} s = {n / info['seconds']:,.0f}/s; peak RSS {rss:.0f} MiB)")
-
+    p = {k: d / f"cmp_{k}.npy" for k in ("a", "b", "c", "d")}
+    _in_child(make_tiles, args.n, args.seed, d, "cmp")
+    n = 128 * -(-args.n // 128)
+    T = n // 128
+    print(f"\n[1] {n:,} random-bit dot products ({T} tiles), files in {d}; "
+          f"{args.repeat} alternating runs of each, medians")
+    warm, _, _ = _run_rss(cli_cmd(p), env)
+    print(f"(warm-up CLI run: {warm:.2f} s)")
+    cmd = None
     if not args.skip_mmasim:
         if not Path(MMASIM_PY).exists():
             print(f"mmasim: {MMASIM_PY} not found (bash bench/setup_mmasim.sh); skipped")
         else:
-            # per dot product rows in (tile, i, j) order, the adapter's (n, K) / (n,) layout
-            a_rows = np.broadcast_to(A[:, :, None, :], (A.shape[0], 16, 8, 16)).reshape(n, 16)
-            b_cols = np.broadcast_to(np.swapaxes(B, 1, 2)[:, None, :, :], (B.shape[0], 16, 8, 16)).reshape(n, 16)
             q = {k: d / f"mm_{k}.npy" for k in ("a", "b", "c", "d")}
-            np.save(q["a"], np.ascontiguousarray(a_rows))
-            np.save(q["b"], np.ascontiguousarray(b_cols))
-            np.save(q["c"], C.reshape(-1))
-            del a_rows, b_cols
+            _in_child(_mmasim_layout, p, q)
             cmd = [MMASIM_PY, "-c", _MMASIM_DRIVER, str(ROOT / "bench"), str(q["a"]), str(q["b"]), str(q["c"]), str(q["d"])]
-            mwall, mrss, mout = _run_rss(cmd)
+    ours_t, sim_t, src_t, m_t, m_dpa, m_load = [], [], [], [], [], []
+    for _ in range(max(1, args.repeat)):
+        wall, rss, out = _run_rss(cli_cmd(p), env)
+        ours_t.append(wall)
+        sim_t.append(json.loads(out)["seconds"])
+        if env is not env_src:
+            src_t.append(_run_rss(cli_cmd(p), env_src)[0])
+        if cmd:
+            mwall, mrss, mout = _run_rss(cmd, menv)
             mi = json.loads(mout.strip().splitlines()[-1])
-            theirs = np.load(q["d"])
-            print(f"mmasim 2.1.1 dpa (subprocess, start-up + I/O):      {mwall:8.2f} s  {n / mwall:12,.0f} dot products/s"
-                  f"  (dpa alone {mi['dpa_s']:.2f} s = {n / mi['dpa_s']:,.0f}/s; torch import + load "
-                  f"{mi['import_and_load_s']:.2f} s; peak RSS {mrss:.0f} MiB)")
-            print(f"ratio mmaformal / mmasim (end to end): {mwall / wall:.3f}x   "
-                  f"(compute only: {mi['dpa_s'] / info['seconds']:.3f}x)")
-            rep = classify(ours, theirs, A, B, C)
-            nan = int(np.count_nonzero(ours == 0x7FFFFFFF))
-            print(f"bit-identical: {n - rep['differences']:,} of {n:,}; differences {rep['differences']} by cause: "
-                  f"{json.dumps(rep['by_cause'])}; NaN outputs {nan:,} ({100 * nan / n:.1f}%)")
-            for e in rep["examples"]:
-                print(f"  example {e}")
-    del A, B, C, ours
+            m_t.append(mwall)
+            m_dpa.append(mi["dpa_s"])
+            m_load.append(mi["import_and_load_s"])
+    wall, sim = _median(ours_t), _median(sim_t)
+    print(f"mmaformal simulate (CLI subprocess, start-up + I/O): {wall:8.2f} s  {n / wall:12,.0f} dot products/s"
+          f"  (in-process simulate {sim:.2f} s = {n / sim:,.0f}/s; peak RSS {rss:.0f} MiB; "
+          f"runs {', '.join(f'{x:.2f}' for x in ours_t)})")
+    if src_t:
+        print(f"  the same, sources compiled at start-up:          {_median(src_t):8.2f} s  "
+              f"{n / _median(src_t):12,.0f} dot products/s  (runs {', '.join(f'{x:.2f}' for x in src_t)})")
+    if cmd:
+        mwall, dpa = _median(m_t), _median(m_dpa)
+        print(f"mmasim 2.1.1 dpa (subprocess, start-up + I/O):      {mwall:8.2f} s  {n / mwall:12,.0f} dot products/s"
+              f"  (dpa alone {dpa:.2f} s = {n / dpa:,.0f}/s; torch import + load "
+              f"{_median(m_load):.2f} s; peak RSS {mrss:.0f} MiB; runs {', '.join(f'{x:.2f}' for x in m_t)})")
+        print(f"ratio mmaformal / mmasim (end to end): {mwall / wall:.3f}x   "
+              f"(compute only: {dpa / sim:.3f}x)")
+        if src_t:
+            print(f"  end to end with sources compiled at start-up: {mwall / _median(src_t):.3f}x")
 
     if args.big:
-        A, B, C, p = make_tiles(args.big, args.seed + 1, d, "big")
-        nb = C.size
-        del A, B, C
+        pb = {k: d / f"big_{k}.npy" for k in ("a", "b", "c", "d")}
+        _in_child(make_tiles, args.big, args.seed + 1, d, "big")
+        nb = 128 * -(-args.big // 128)
         print(f"\n[2] bounded memory: {nb:,} dot products through the CLI")
-        wall, rss, out = _run_rss(cli_cmd(p), env)
-        info = json.loads(out)
-        print(f"mmaformal simulate: {wall:.1f} s ({nb / wall:,.0f} dot products/s end to end), "
-              f"peak RSS {rss:.0f} MiB (limit 2048 MiB: {'ok' if rss < 2048 else 'EXCEEDED'})")
+        bwall, brss, out = _run_rss(cli_cmd(pb), env)
+        print(f"mmaformal simulate: {bwall:.1f} s ({nb / bwall:,.0f} dot products/s end to end), "
+              f"peak RSS {brss:.0f} MiB (limit 2048 MiB: {'ok' if brss < 2048 else 'EXCEEDED'})")
+    if cmd:
+        A, B, C = (np.load(p[k]) for k in "abc")
+        ours = np.load(p["d"]).reshape(-1)
+        rep = classify(ours, np.load(q["d"]), A, B, C)
+        nan = int(np.count_nonzero(ours == 0x7FFFFFFF))
+        print(f"\n[1] bit-identical: {n - rep['differences']:,} of {n:,}; differences {rep['differences']} by cause: "
+              f"{json.dumps(rep['by_cause'])}; NaN outputs {nan:,} ({100 * nan / n:.1f}%)")
+        for e in rep["examples"]:
+            print(f"  example {e}")
     tmp.cleanup()
     return 0
 
