@@ -1,0 +1,817 @@
+"""Layer 5, query/infer: active identification of an instruction's arithmetic (the closed loop).
+
+    mmaformal infer --space SPACE --oracle ORACLE [--instr NAME] [--max-queries N]
+                    [--solver S] [--timeout T] [--json] [--save]
+
+SPACE is a hypothesis family (mmaformal.query.family: a built-in id such as `nvidia-t-fdpa`,
+or a TOML file). ORACLE answers dot products as raw bits:
+
+    theory:SPEC          a model spec of distinguish (`sm90.f16.f32`, `SPEC@INSTR`, mutants
+                         `SPEC[F=24]`, RD-twins `SPEC[align=RD]`) used as a black box through
+                         `simulate` (or the Model's own evaluation for RD-twins and chains)
+    INSTR                an instruction with its primary theory (same as theory:INSTR)
+    file:OBS.npz         recorded observations (see `save_observations`); infer may only ask
+                         the recorded inputs
+    hw:INSTR             the GPU, through mmaformal.hw.runner (one tile per batch of queries)
+
+The loop: the family's candidates (deduplicated statically) are evaluated concretely and in
+batch (numpy lanes, one definition: `Theory.dot`) on a pool of cheap inputs: the probes of
+mmaformal.query.probes first, then the CLFP input classes of mmaformal.classes. The pool input
+whose predicted outputs split the survivors best (smallest expected number of survivors) is
+asked of the oracle; every candidate that disagrees is dropped. When no pool input splits the
+survivors, two survivors are handed to distinguish's solver path (`build` + `search`): a
+witness (replayed concretely by `search`) is the next query; unsat merges them as equivalent
+(the proof is recorded: solver, seconds, sha256 of the query); a time-out is "unknown".
+While many candidates survive, the ones that differ only in the overlay parameters
+(family.OVERLAY: NaN code, zero sign) share one evaluation wherever it is finite and nonzero;
+each is evaluated on its own where that evaluation is special, and on every input once few
+survive.
+
+Counting: "queries" = distinct dot products asked of the oracle (the budget --max-queries
+counts these); "rechecks" = earlier queries asked again at the end to test determinism.
+
+Exit codes (distinguish's): 0 identified (one survivor, or survivors proved equivalent);
+1 the oracle fits no candidate (refuted family; the input that ruled out each candidate is
+reported); 2 bad input (empty family, unknown spec, wrong oracle shapes, a non-deterministic
+oracle); 4 unknown (budget exhausted, or survivors the solver could not separate in time).
+
+May import: numpy, the layers below, query.distinguish / family / probes / cex, classes,
+simulate, hw.runner (lazily, for hw: oracles). Invariant: every elimination is by a concrete
+disagreement between a candidate's prediction and an oracle answer on one recorded input.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .. import fp, isa
+from ..bits import NUMPY
+from . import family as _family
+from .distinguish import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN,
+                          BadInput, InternalError, Model, Witness, _hex, build, resolve, search)
+from .solvers import SOLVERS
+
+__all__ = ["Batch", "Oracle", "TheoryOracle", "FileOracle", "HwOracle", "make_oracle",
+           "infer", "evaluate", "save_observations", "add_parser", "run", "DEFAULT_MAX_QUERIES"]
+
+DEFAULT_MAX_QUERIES = 64
+#: below this many survivors every candidate is evaluated on its own on every pool chunk
+EXACT_MAX = 256
+#: re-asked at the end to check that the oracle is deterministic
+RECHECKS = 3
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+# ============================================================================================
+# Batches of dot-product inputs (raw bits, lanes)
+# ============================================================================================
+
+@dataclasses.dataclass
+class Batch:
+    """n dot products: a, b (n, K), c (n,), scale_a, scale_b (n, K/scale_block) raw bits;
+    `tags[i]` says where lane i comes from (probe feature, input class, solver)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    sa: np.ndarray | None = None
+    sb: np.ndarray | None = None
+    tags: list = dataclasses.field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.c)
+
+    def take(self, idx) -> "Batch":
+        idx = np.atleast_1d(np.asarray(idx))
+        return Batch(self.a[idx], self.b[idx], self.c[idx],
+                     None if self.sa is None else self.sa[idx],
+                     None if self.sb is None else self.sb[idx],
+                     [self.tags[i] for i in idx] if self.tags else [])
+
+    @staticmethod
+    def concat(bs: Sequence["Batch"]) -> "Batch":
+        bs = [b for b in bs if len(b)]
+        cat = lambda xs: None if xs[0] is None else np.concatenate(xs)
+        return Batch(np.concatenate([b.a for b in bs]), np.concatenate([b.b for b in bs]),
+                     np.concatenate([b.c for b in bs]), cat([b.sa for b in bs]),
+                     cat([b.sb for b in bs]), [t for b in bs for t in (b.tags or [""] * len(b))])
+
+    def witness(self, i: int, ins: isa.Instruction) -> Witness:
+        return Witness(ins.a, ins.b, ins.c, [int(x) for x in self.a[i]],
+                       [int(x) for x in self.b[i]], int(self.c[i]), ins.scale,
+                       [int(x) for x in self.sa[i]] if self.sa is not None else None,
+                       [int(x) for x in self.sb[i]] if self.sb is not None else None)
+
+    @classmethod
+    def from_witness(cls, w: Witness, ins: isa.Instruction, tag: str = "") -> "Batch":
+        st = lambda f: _UINT[fp.fmt(f).storage]
+        w = w.padded(ins.k, ins.k // ins.scale_block if ins.scale else 0)
+        return cls(np.array([w.a], dtype=st(ins.a)), np.array([w.b], dtype=st(ins.b)),
+                   np.array([w.c], dtype=st(ins.c)),
+                   np.array([w.scale_a], dtype=np.uint8) if w.scale_a else None,
+                   np.array([w.scale_b], dtype=np.uint8) if w.scale_b else None, [tag])
+
+    def key(self, i: int) -> bytes:
+        parts = [self.a[i].tobytes(), self.b[i].tobytes(), self.c[i:i + 1].tobytes()]
+        if self.sa is not None:
+            parts += [self.sa[i].tobytes(), self.sb[i].tobytes()]
+        return b"|".join(parts)
+
+    def tiles(self, ins: isa.Instruction):
+        """(A, B, C, SA, SB) tiles of shape (n, M, K) ...: dot product i in row 0 / column 0
+        of tile i, zeros elsewhere (scales 1.0): the design's .npy form."""
+        n, M, N, K = len(self), ins.m, ins.n, ins.k
+        A = np.zeros((n, M, K), dtype=self.a.dtype)
+        B = np.zeros((n, K, N), dtype=self.b.dtype)
+        C = np.zeros((n, M, N), dtype=self.c.dtype)
+        A[:, 0, :], B[:, :, 0], C[:, 0, 0] = self.a, self.b, self.c
+        SA = SB = None
+        if ins.scale:
+            one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
+            nb = K // ins.scale_block
+            SA = np.full((n, M, nb), one, dtype=np.uint8)
+            SB = np.full((n, nb, N), one, dtype=np.uint8)
+            SA[:, 0, :], SB[:, :, 0] = self.sa, self.sb
+        return A, B, C, SA, SB
+
+
+def evaluate(m: Model, batch: Batch) -> np.ndarray:
+    """Output bits (uint64, one per lane) of model m on a batch: numpy lanes over Model.dot."""
+    ins = m.ins
+    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+    n = len(batch)
+    a = [NUMPY.lift(batch.a[:, k], wa) for k in range(ins.k)]
+    b = [NUMPY.lift(batch.b[:, k], wb) for k in range(ins.k)]
+    c = NUMPY.lift(batch.c, wc)
+    sa = sb = None
+    if ins.scale:
+        sa = [NUMPY.lift(batch.sa[:, j], 8) for j in range(batch.sa.shape[1])]
+        sb = [NUMPY.lift(batch.sb[:, j], 8) for j in range(batch.sb.shape[1])]
+    d = m.dot(NUMPY, a, b, c, sa, sb)
+    v = np.broadcast_to(np.asarray(d.v), (n,))
+    if v.dtype == object:
+        return np.array([int(x) for x in v], dtype=np.uint64)
+    return v.astype(np.int64).astype(np.uint64) if v.dtype.kind == "i" else v.astype(np.uint64)
+
+
+def plain(bits: np.ndarray, f: str) -> np.ndarray:
+    """Finite, nonzero and below the largest finite magnitude (no overlay rule applies)."""
+    F = fp.fmt(f)
+    x = bits.astype(np.uint64)
+    mag = x & np.uint64((1 << (F.storage - 1)) - 1)
+    expf = (mag >> np.uint64(F.t)) & np.uint64((1 << F.w) - 1)
+    return (mag != 0) & (expf != np.uint64((1 << F.w) - 1)) & (mag < np.uint64(F.max_code))
+
+
+# ============================================================================================
+# Oracles
+# ============================================================================================
+
+class Oracle:
+    """Answers dot products (a Batch) with output bits; counts what it was asked."""
+
+    kind = "oracle"
+    can_synthesize = True        # may be asked inputs that the solver synthesizes
+    recorded: Batch | None = None
+
+    def __init__(self, label: str, ins: isa.Instruction):
+        self.label, self.ins = label, ins
+        self.asked = 0
+
+    def ask(self, batch: Batch) -> np.ndarray:
+        self.asked += len(batch)
+        d = self._run(batch)
+        d = np.asarray(d)
+        n, M, N = len(batch), self.ins.m, self.ins.n
+        if d.shape == (n, M, N):
+            d = d[:, 0, 0]
+        if d.shape != (n,):
+            raise BadInput(f"oracle {self.label} returned shape {d.shape} for {n} tile(s); "
+                           f"expected ({n}, {M}, {N})")
+        want = _UINT[fp.fmt(self.ins.d).storage]
+        if d.dtype != want:
+            raise BadInput(f"oracle {self.label} returned dtype {d.dtype}; expected {np.dtype(want).name} "
+                           f"raw bits of {self.ins.d}")
+        return d.astype(np.uint64)
+
+    def _run(self, batch: Batch) -> np.ndarray:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "label": self.label, "instruction": self.ins.name}
+
+
+class TheoryOracle(Oracle):
+    kind = "theory"
+
+    def __init__(self, model: Model):
+        super().__init__(model.label, model.ins)
+        self.model = model
+
+    def _run(self, batch):
+        m = self.model
+        if m.rd or m.n != 1:               # op mutations and chains: the Model's evaluation
+            return evaluate(m, batch).astype(_UINT[fp.fmt(m.ins.d).storage])
+        from ..simulate import simulate
+        A, B, C, SA, SB = batch.tiles(m.ins)
+        return simulate(m.ins, A, B, C, SA, SB, theory=m.theory)
+
+    def describe(self):
+        return {**super().describe(), "model": self.model.spec()}
+
+
+class HwOracle(Oracle):
+    """The GPU through mmaformal.hw.runner.run (the same .npy form as `hw run`)."""
+
+    kind = "hw"
+
+    def __init__(self, ins: isa.Instruction):
+        super().__init__(f"hw:{ins.name}", ins)
+        from ..hw import runner
+        ok, why = runner.available()
+        if not ok:
+            raise BadInput(f"hw oracle: no usable GPU: {why}")
+        self.runner = runner
+        try:
+            self.device = runner.device_info()
+        except Exception as e:  # device facts are provenance, not a result
+            self.device = {"error": str(e).splitlines()[0]}
+
+    def _run(self, batch):
+        A, B, C, _, _ = batch.tiles(self.ins)
+        return self.runner.run(self.ins.name, A, B, C)
+
+    def describe(self):
+        return {**super().describe(), "device": self.device}
+
+
+class FileOracle(Oracle):
+    """Recorded observations: only the recorded inputs can be asked."""
+
+    kind = "file"
+    can_synthesize = False
+
+    def __init__(self, path: str, instr: str | None = None):
+        p = Path(path)
+        if not p.exists():
+            raise BadInput(f"{path}: no such observations file")
+        try:
+            z = np.load(p, allow_pickle=False)
+        except Exception as e:
+            raise BadInput(f"{path}: not an .npz observations file ({str(e).splitlines()[0]})") from None
+        name = instr or (str(z["instr"]) if "instr" in z else None)
+        if not name:
+            raise BadInput(f"{path}: names no instruction (key 'instr'); pass --instr")
+        try:
+            ins = isa.lookup(name)
+        except ValueError as e:
+            raise BadInput(str(e).splitlines()[0]) from None
+        super().__init__(f"file:{p.name}", ins)
+        self.path = str(p)
+        keys = set(z.files)
+        if {"a", "b", "c", "d"} <= keys:
+            a, b, c, d = z["a"], z["b"], z["c"], z["d"]
+            sa = z["scale_a"] if "scale_a" in keys else None
+            sb = z["scale_b"] if "scale_b" in keys else None
+        elif {"A", "B", "C", "D"} <= keys:       # tiles: every (i, j) of every tile is a dot
+            A, B, C, D = z["A"], z["B"], z["C"], z["D"]
+            T, M, K = A.shape[0], ins.m, ins.k
+            N = ins.n
+            if A.shape[1:] != (M, K) or B.shape[1:] != (K, N) or C.shape[1:] != (M, N) or D.shape != C.shape:
+                raise BadInput(f"{path}: tiles must be A (T,{M},{K}), B (T,{K},{N}), C and D (T,{M},{N})")
+            a = np.repeat(A, N, axis=1).reshape(-1, K)
+            b = np.broadcast_to(np.swapaxes(B, 1, 2)[:, None], (T, M, N, K)).reshape(-1, K)
+            c, d, sa, sb = C.reshape(-1), D.reshape(-1), None, None
+        else:
+            raise BadInput(f"{path}: expected arrays a, b, c, d (lanes) or A, B, C, D (tiles)")
+        n = len(c)
+        want = lambda f: _UINT[fp.fmt(f).storage]
+        if a.shape != (n, ins.k) or b.shape != (n, ins.k) or d.shape != (n,):
+            raise BadInput(f"{path}: a and b must be (n, {ins.k}), c and d (n,); got "
+                           f"{a.shape}, {b.shape}, {c.shape}, {d.shape}")
+        for role, arr, f in (("a", a, ins.a), ("b", b, ins.b), ("c", c, ins.c), ("d", d, ins.d)):
+            if arr.dtype != want(f):
+                raise BadInput(f"{path}: {role} must hold {f} raw bits as {np.dtype(want(f)).name}, "
+                               f"got {arr.dtype}")
+        self.recorded = Batch(np.ascontiguousarray(a), np.ascontiguousarray(b), c, sa, sb,
+                              ["recorded"] * n)
+        self.answers: dict[bytes, int] = {}
+        for i in range(n):
+            k = self.recorded.key(i)
+            if k in self.answers and self.answers[k] != int(d[i]):
+                raise BadInput(f"{path}: the oracle is not deterministic: recorded input {i} gave "
+                               f"{_hex(int(d[i]), ins.d)} and earlier {_hex(self.answers[k], ins.d)}")
+            self.answers[k] = int(d[i])
+        self.dt = want(ins.d)
+
+    def _run(self, batch):
+        out = []
+        for i in range(len(batch)):
+            k = batch.key(i)
+            if k not in self.answers:
+                raise InternalError("infer asked a file oracle an input it did not record")
+            out.append(self.answers[k])
+        return np.array(out, dtype=self.dt)
+
+    def describe(self):
+        return {**super().describe(), "path": self.path, "recorded": len(self.recorded)}
+
+
+def make_oracle(text: str, instr: str | None = None) -> Oracle:
+    if text.startswith("file:"):
+        return FileOracle(text[5:], instr)
+    if text.startswith("hw:"):
+        try:
+            ins = isa.lookup(text[3:] or (instr or ""))
+        except ValueError as e:
+            raise BadInput(str(e).splitlines()[0]) from None
+        return HwOracle(ins)
+    spec = text[7:] if text.startswith("theory:") else text
+    return TheoryOracle(resolve(spec, instr))
+
+
+def save_observations(path: str, oracle: Oracle, batch: Batch) -> Path:
+    """Ask the oracle a batch and record inputs and outputs as an observations file."""
+    d = oracle.ask(batch).astype(_UINT[fp.fmt(oracle.ins.d).storage])
+    arrays = {"a": batch.a, "b": batch.b, "c": batch.c, "d": d, "instr": np.array(oracle.ins.name)}
+    if batch.sa is not None:
+        arrays.update(scale_a=batch.sa, scale_b=batch.sb)
+    np.savez_compressed(path, **arrays)
+    return Path(path)
+
+
+# ============================================================================================
+# The pool of cheap inputs
+# ============================================================================================
+
+_REGULAR = ("normal", "cancel", "swamping", "uniform", "dnn")
+_IRREGULAR = ("sparse", "bits", "subnormal", "special", "overflow")
+
+
+def _scales(ins, n, rng, spread=3):
+    if not ins.scale:
+        return None, None
+    nb = ins.k // ins.scale_block
+    one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
+    mk = lambda: np.clip(one + rng.integers(-spread, spread + 1, size=(n, nb)), 1, 0xFE).astype(np.uint8)
+    return mk(), mk()
+
+
+def _random(ins, klass: str, n: int, rng) -> Batch:
+    from ..classes import generate
+    a, b, c = generate(klass, ins.a, ins.b, ins.c, ins.k, n, rng)
+    sa, sb = _scales(ins, n, rng)
+    return Batch(a, b, c, sa, sb, [f"class:{klass}"] * n)
+
+
+def pool_chunks(ins: isa.Instruction, seed: int = 0):
+    """The pool, chunk by chunk: regular probes and input classes first (finite results, where
+    the overlay parameters do not act), then the special probes and classes, then more of
+    everything."""
+    from . import probes
+    rng = np.random.default_rng(seed)
+    reg, spec = probes.dot_probes(ins)
+    yield Batch.concat([reg] + [_random(ins, k, 48, rng) for k in _REGULAR])
+    yield Batch.concat([spec] + [_random(ins, k, 48, rng) for k in _IRREGULAR])
+    for r in range(6):
+        n = 128 << min(r, 3)
+        yield Batch.concat([_random(ins, k, n, rng) for k in _REGULAR + _IRREGULAR])
+
+
+# ============================================================================================
+# The loop
+# ============================================================================================
+
+class _Engine:
+    def __init__(self, cands: list, ins: isa.Instruction, log: Callable[[str], None]):
+        self.c = cands
+        self.ins = ins
+        self.log = log
+        self.alive = np.ones(len(cands), bool)
+        groups: dict = {}
+        for i, cd in enumerate(cands):
+            groups.setdefault(cd.core, []).append(i)
+        self.group_of = np.zeros(len(cands), np.int64)
+        self.groups = list(groups.values())
+        for g, mem in enumerate(self.groups):
+            self.group_of[mem] = g
+        self.rep = np.array([m[0] for m in self.groups])
+        self.chunks: list[Batch] = []
+        self.out: list[dict[int, np.ndarray]] = []     # per chunk: candidate -> outputs
+        self.evals = 0
+        self.eval_seconds = 0.0
+        self.failed: dict[int, str] = {}
+
+    def _eval(self, i: int, batch: Batch) -> np.ndarray | None:
+        t0 = time.perf_counter()
+        try:
+            v = evaluate(self.c[i].model, batch)
+        except (ValueError, OverflowError, TypeError) as e:
+            self.failed[i] = str(e).splitlines()[0]
+            self.alive[i] = False
+            v = None
+        self.evals += 1
+        self.eval_seconds += time.perf_counter() - t0
+        return v
+
+    def exact_mode(self) -> bool:
+        return int(self.alive.sum()) <= EXACT_MAX
+
+    def add_chunk(self, batch: Batch) -> int:
+        self.chunks.append(batch)
+        self.out.append({})
+        return len(self.chunks) - 1
+
+    def ensure(self, j: int, exact: bool) -> None:
+        out, batch = self.out[j], self.chunks[j]
+        if exact:
+            need = [i for i in np.flatnonzero(self.alive) if i not in out]
+        else:
+            gs = np.unique(self.group_of[self.alive])
+            need = [int(self.rep[g]) for g in gs if int(self.rep[g]) not in out]
+        for i in need:
+            v = self._eval(int(i), batch)
+            if v is not None:
+                out[int(i)] = v
+
+    def predictions(self, j: int, lanes: np.ndarray) -> dict[int, np.ndarray]:
+        """Exact predictions of every alive candidate on some lanes of chunk j."""
+        out, batch = self.out[j], self.chunks[j]
+        res = {}
+        for i in np.flatnonzero(self.alive):
+            i = int(i)
+            if i in out:
+                res[i] = out[i][lanes]
+                continue
+            r = int(self.rep[self.group_of[i]])
+            rv = out.get(r)
+            if rv is not None and bool(np.all(plain(rv[lanes], self.ins.d))):
+                res[i] = rv[lanes]
+                continue
+            v = self._eval(i, batch.take(lanes))
+            if v is not None:
+                res[i] = v
+        return {i: v for i, v in res.items() if self.alive[i]}
+
+    def best_lane(self, j: int, asked: set) -> tuple[int, float] | None:
+        """The lane of chunk j that splits the alive candidates best (None: none splits)."""
+        exact = self.exact_mode()
+        self.ensure(j, exact)
+        out = self.out[j]
+        alive = np.flatnonzero(self.alive)
+        if exact:
+            rows = [int(i) for i in alive if int(i) in out]
+            w = np.ones(len(rows))
+        else:
+            gs, cnt = np.unique(self.group_of[alive], return_counts=True)
+            rows = [int(self.rep[g]) for g in gs]
+            keep = [k for k, r in enumerate(rows) if r in out]
+            rows = [rows[k] for k in keep]
+            w = cnt[keep].astype(float)
+        if len(rows) < 2 and exact:
+            return None
+        O = np.stack([out[r] for r in rows])          # (rows, lanes)
+        W = w.sum()
+        n = O.shape[1]
+        batch = self.chunks[j]
+        best, best_score = None, W * W
+        nonplain = None if exact else (~plain(O, self.ins.d)) * w[:, None]
+        for lane in range(n):
+            if (j, lane) in asked or batch.key(lane) in asked:
+                continue
+            col = O[:, lane]
+            _, inv = np.unique(col, return_inverse=True)
+            score = float((np.bincount(inv, weights=w) ** 2).sum())
+            if not exact and nonplain[:, lane].sum() > EXACT_MAX:
+                continue
+            if score < best_score:
+                best, best_score = lane, score
+        if best is None:
+            return None
+        return best, best_score / W
+
+
+@dataclasses.dataclass
+class Query:
+    index: int
+    source: str
+    batch: Batch
+    answer: int
+    alive_before: int
+    alive_after: int
+
+
+def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_QUERIES,
+          solver: str = "bitwuzla", timeout: float | None = 60, seed: int = 0,
+          log: Callable[[str], None] | None = None, rechecks: int = RECHECKS) -> dict:
+    """Run the loop; a result dict (see `to_json`)."""
+    log = log or (lambda s: None)
+    t0 = time.perf_counter()
+    ins = oracle.ins
+    cands, stats = fam.candidates(ins)
+    if not cands:
+        why = f" (e.g. {stats['why_dropped']})" if stats["why_dropped"] else ""
+        raise BadInput(f"family {fam.id} has no candidate for {ins.name}: {stats['points']} "
+                       f"point(s), all dropped{why}")
+    log(f"{fam.id} on {ins.name}: {len(cands)} candidates ({stats['merged']} merged statically, "
+        f"{stats['dropped']} dropped)")
+    E = _Engine(cands, ins, log)
+    queries: list[Query] = []
+    asked: set = set()
+    ruled_out: dict[int, int] = {}
+    equivalences: list[dict] = []
+    unknown: list[dict] = []
+    cls = list(range(len(cands)))           # union-find over proved equivalences
+
+    def find(i):
+        while cls[i] != i:
+            cls[i] = cls[cls[i]]
+            i = cls[i]
+        return i
+
+    def ask(batch: Batch, preds: dict[int, np.ndarray], source: str) -> None:
+        before = int(E.alive.sum())
+        y = int(oracle.ask(batch)[0])
+        qi = len(queries)
+        for i, v in preds.items():
+            if int(v[0]) != y and E.alive[i]:
+                E.alive[i] = False
+                ruled_out[i] = qi
+        queries.append(Query(qi, source, batch, y, before, int(E.alive.sum())))
+        asked.add(batch.key(0))
+        log(f"query {qi + 1} ({source}): {_hex(y, ins.d)}: {before} -> {int(E.alive.sum())} alive")
+
+    # -- the pool -------------------------------------------------------------------------
+    if oracle.recorded is not None:
+        chunks = iter([oracle.recorded])
+    else:
+        chunks = pool_chunks(ins, seed)
+    j = None
+    exhausted = False
+    while len(queries) < max_queries and E.alive.sum() > 1:
+        if j is None:
+            nxt = next(chunks, None)
+            if nxt is None:
+                exhausted = True
+                break
+            j = E.add_chunk(nxt)
+        pick = None
+        for jj in range(j + 1):              # earlier chunks first (already evaluated)
+            pick = E.best_lane(jj, asked)
+            if pick is not None:
+                pick = (jj, *pick)
+                break
+        if pick is None:
+            j = None
+            continue
+        jj, lane, _ = pick
+        b = E.chunks[jj].take([lane])
+        preds = E.predictions(jj, np.array([lane]))
+        tag = E.chunks[jj].tags[lane] if E.chunks[jj].tags else ""
+        ask(b, preds, f"pool:{tag}")
+        if E.alive.sum() == 0:
+            break
+
+    # -- the solver path --------------------------------------------------------------------
+    synth = 0
+    while (len(queries) < max_queries and E.alive.sum() > 1 and oracle.can_synthesize
+           and exhausted):
+        alive = [int(i) for i in np.flatnonzero(E.alive)]
+        roots = list(dict.fromkeys(find(i) for i in alive))
+        pend = None
+        for x in roots:
+            for y in roots:
+                if x < y and not any({u["a"], u["b"]} == {x, y} for u in unknown):
+                    pend = (x, y)
+                    break
+            if pend:
+                break
+        if pend is None:
+            break
+        x, y = pend
+        A, B = cands[x].model, cands[y].model
+        q = build(A, B)
+        st, found, secs, last, text = search(q, 1, solver, timeout)
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        if st == "distinguished":
+            synth += 1
+            b = Batch.from_witness(found[0].witness, ins, f"solver:{A.label} vs {B.label}")
+            jj = E.add_chunk(b)
+            preds = E.predictions(jj, np.array([0]))
+            ask(b, preds, f"solver:{A.label} vs {B.label}")
+        elif st == "equivalent":
+            cls[find(y)] = find(x)
+            equivalences.append({"a": cands[x].label, "b": cands[y].label, "verdict": "proved",
+                                 "solver": last.solver, "seconds": round(secs, 3),
+                                 "query_sha256": sha})
+            log(f"proved equivalent: {cands[x].label} == {cands[y].label} ({secs:.1f} s)")
+        else:
+            unknown.append({"a": x, "b": y, "labels": [cands[x].label, cands[y].label],
+                            "reason": (last.reason if last else "") or "no answer",
+                            "seconds": round(secs, 3)})
+            log(f"unknown: {cands[x].label} vs {cands[y].label} ({secs:.1f} s)")
+
+    # -- determinism ------------------------------------------------------------------------
+    re_idx = sorted({0, len(queries) // 2, len(queries) - 1})[:rechecks] if queries else []
+    for qi in re_idx:
+        q = queries[qi]
+        y2 = int(oracle.ask(q.batch)[0])
+        if y2 != q.answer:
+            raise BadInput(f"oracle {oracle.label} is not deterministic: query {qi + 1} "
+                           f"{json.dumps(q.batch.witness(0, ins).to_json())} gave "
+                           f"{_hex(q.answer, ins.d)}, then {_hex(y2, ins.d)}")
+
+    alive = [int(i) for i in np.flatnonzero(E.alive)]
+    classes: dict[int, list[int]] = {}
+    for i in alive:
+        classes.setdefault(find(i), []).append(i)
+    if not alive:
+        status = "none-fits"
+    elif len(classes) == 1:
+        status = "identified"
+    elif unknown:
+        status = "unknown"
+    else:
+        status = "budget" if len(queries) >= max_queries else "unresolved"
+    return {"status": status, "family": fam, "oracle": oracle, "instruction": ins.name,
+            "candidates": cands, "stats": stats, "queries": queries, "synthesized": synth,
+            "rechecks": len(re_idx), "alive": alive, "classes": list(classes.values()),
+            "equivalences": equivalences, "unknown": unknown, "ruled_out": ruled_out,
+            "failed": {cands[i].label: w for i, w in E.failed.items()},
+            "evaluations": E.evals, "eval_seconds": E.eval_seconds,
+            "seconds": time.perf_counter() - t0, "max_queries": max_queries, "saved": []}
+
+
+# ============================================================================================
+# Output
+# ============================================================================================
+
+def _query_json(q: Query, ins) -> dict:
+    return {"index": q.index + 1, "source": q.source, "inputs": q.batch.witness(0, ins).to_json(),
+            "oracle": _hex(q.answer, ins.d), "alive_before": q.alive_before,
+            "alive_after": q.alive_after}
+
+
+def to_json(res: dict, full: bool = False) -> dict:
+    ins = isa.lookup(res["instruction"])
+    cands = res["candidates"]
+    out = {
+        "status": res["status"], "instruction": ins.name, "family": res["family"].id,
+        "oracle": res["oracle"].describe(), "candidates": len(cands),
+        "merged_statically": res["stats"]["merged"], "dropped": res["stats"]["dropped"],
+        "queries": len(res["queries"]), "synthesized": res["synthesized"],
+        "rechecks": res["rechecks"], "max_queries": res["max_queries"],
+        "survivors": [cands[i].label for i in res["alive"]],
+        "classes": [[cands[i].label for i in c] for c in res["classes"]],
+        "identified": ([cands[i].spec() for i in res["classes"][0]]
+                       if res["status"] == "identified" else []),
+        "equivalences": res["equivalences"],
+        "unknown": [{k: v for k, v in u.items() if k not in ("a", "b")} for u in res["unknown"]],
+        "evidence": [_query_json(q, ins) for q in res["queries"]],
+        "seconds": round(res["seconds"], 3), "evaluations": res["evaluations"],
+        "saved": res["saved"],
+    }
+    if res["failed"]:
+        out["evaluation_errors"] = res["failed"]
+    if res["status"] == "none-fits" or full:
+        out["ruled_out_by"] = {cands[i].label: q + 1 for i, q in sorted(res["ruled_out"].items())}
+    return out
+
+
+def render(res: dict) -> str:
+    d = to_json(res)
+    L = [f"family {d['family']} on {d['instruction']}: {d['candidates']} candidates "
+         f"({d['merged_statically']} merged statically, {d['dropped']} points do not fit)",
+         f"oracle: {d['oracle']['label']} ({d['oracle']['kind']})"]
+    for q in d["evidence"]:
+        L.append(f"  query {q['index']:>2} {q['source']}: oracle {q['oracle']}: "
+                 f"{q['alive_before']} -> {q['alive_after']} alive")
+    for e in d["equivalences"]:
+        L.append(f"  proved equivalent ({e['solver']}, {e['seconds']} s): {e['a']} == {e['b']}")
+    for u in d["unknown"]:
+        L.append(f"  unknown (solver gave no answer: {u['reason']}): {u['labels'][0]} vs {u['labels'][1]}")
+    st = d["status"]
+    if st == "identified":
+        L.append("identified: " + " == ".join(d["classes"][0]))
+        for c in d["identified"][:1]:
+            L.append(f"  {c['describe']}")
+    elif st == "none-fits":
+        L.append(f"no candidate of {d['family']} fits the oracle; ruled out by query:")
+        by_q: dict[int, list[str]] = {}
+        for lab, q in to_json(res, True)["ruled_out_by"].items():
+            by_q.setdefault(q, []).append(lab)
+        for q, labs in sorted(by_q.items()):
+            L.append(f"  query {q}: {len(labs)} candidate(s), e.g. {', '.join(labs[:3])}")
+    else:
+        L.append(f"{st}: {len(d['classes'])} classes of survivors remain: "
+                 + "; ".join(" == ".join(c[:3]) + (" ..." if len(c) > 3 else "") for c in d["classes"][:6]))
+    L.append(f"status: {st}  ({d['queries']} queries, {d['synthesized']} synthesized by the "
+             f"solver, {d['rechecks']} rechecks; {d['seconds']:.1f} s)")
+    for p in d["saved"]:
+        L.append(f"saved: {p}")
+    return "\n".join(L)
+
+
+def save(res: dict, root: Path | None = None) -> Path:
+    """The queries as a counterexamples/ record (cex's format, kind "infer"): each run is one
+    query with the oracle's output; `models` are the identified candidates' specs; replayed
+    by tests/test_infer.py (every survivor must reproduce every run)."""
+    import datetime as _dt
+    from . import cex
+    ins = isa.lookup(res["instruction"])
+    d = to_json(res)
+    rec = {
+        "kind": "infer",
+        "claim": f"oracle {d['oracle']['label']} on {ins.name}: family {d['family']} -> {d['status']}",
+        "formats": {"a": ins.a, "b": ins.b, "c": ins.c, "d": ins.d, "scale": ins.scale or None},
+        "family": {"id": res["family"].id, "file": res["family"].file},
+        "models": [res["candidates"][i].spec() for i in res["alive"]][:64],
+        "oracle": d["oracle"],
+        "runs": [{"model": "oracle", "source": q.source, "inputs": q.batch.witness(0, ins).to_json(),
+                  "output": _hex(q.answer, ins.d),
+                  "hardware": ({"output": _hex(q.answer, ins.d), **d["oracle"].get("device", {})}
+                               if d["oracle"]["kind"] == "hw" else None)}
+                 for q in res["queries"]],
+        "check": "oracle",
+        "verdict": {"status": d["status"], "survivors": d["survivors"][:64],
+                    "equivalences": d["equivalences"]},
+        "tool": {"date": _dt.date.today().isoformat(), "queries": d["queries"],
+                 "seconds": d["seconds"]},
+    }
+    base = (root or cex.ROOT) / "infer"
+    base.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256(json.dumps(rec["runs"], sort_keys=True).encode()).hexdigest()[:10]
+    p = base / f"{cex._slug(ins.name + '--' + d['oracle']['label'])}-{h}.json"
+    p.write_text(json.dumps(rec, indent=1) + "\n")
+    return p
+
+
+# ============================================================================================
+# CLI
+# ============================================================================================
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    q = subparsers.add_parser("infer", help="identify an instruction's arithmetic from an oracle",
+                              description=__doc__.split("\n\n")[0])
+    q.add_argument("--space", required=True, metavar="SPACE",
+                   help="a family id (theories/families/*.toml) or a family TOML file")
+    q.add_argument("--oracle", required=True, metavar="ORACLE",
+                   help="theory:SPEC | INSTR | file:OBS.npz | hw:INSTR")
+    q.add_argument("--instr", metavar="NAME", help="instruction for theory ids / files")
+    q.add_argument("--max-queries", type=int, default=DEFAULT_MAX_QUERIES, metavar="N")
+    q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"])
+    q.add_argument("--timeout", type=float, default=60, metavar="S",
+                   help="seconds per solver call (a time-out is 'unknown')")
+    q.add_argument("--seed", type=int, default=0, help="seed of the random pool")
+    q.add_argument("--save", action="store_true", help="store the queries in counterexamples/infer/")
+    q.add_argument("--verbose", action="store_true", help="log each query on stderr")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=run)
+    return q
+
+
+def exit_code(status: str) -> int:
+    return {"identified": EXIT_OK, "none-fits": EXIT_REFUTED}.get(status, EXIT_UNKNOWN)
+
+
+def run(args) -> int:
+    try:
+        if args.max_queries < 1:
+            raise BadInput("--max-queries must be >= 1")
+        fam = _family.get(args.space)
+        oracle = make_oracle(args.oracle, args.instr)
+        log = (lambda s: print(s, file=sys.stderr)) if args.verbose else None
+        res = infer(fam, oracle, args.max_queries, args.solver, args.timeout, args.seed, log)
+        if args.save:
+            res["saved"].append(str(save(res)))
+    except BadInput as e:
+        print(f"mmaformal infer: {e}", file=sys.stderr)
+        return EXIT_BAD
+    except InternalError as e:
+        print(f"mmaformal infer: internal error: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+    if args.json:
+        print(json.dumps(to_json(res), indent=1))
+    else:
+        print(render(res))
+    return exit_code(res["status"])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="mmaformal")
+    sub = p.add_subparsers(dest="verb", required=True)
+    add_parser(sub)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
