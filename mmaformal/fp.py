@@ -27,6 +27,7 @@ from typing import Union
 from .bits import BV, Bool, Backend, bitlen, bvmax, clz, ite, shr_sticky
 
 __all__ = [
+    "nan_policy",
     "Format", "FORMATS", "fmt", "Unpacked", "decode", "round_to", "MODES", "mode_code",
     "add", "mul", "fma", "add_exact", "quiet", "default_nan", "encode_special",
 ]
@@ -377,22 +378,51 @@ def _zero_sign(sa: Bool, sb: Bool, fl) -> Bool:
     return ite(sa ^ sb, rd, sa)
 
 
+_NAN_ALIASES = {"propagate": "propagate-abc", "propagate-reverse": "propagate-cba"}
+
+
+def nan_policy(nan: "str | int") -> "tuple[str | None, int | None]":
+    """Parse a NaN policy into (operand priority, code of a generated NaN).
+
+    "default" -> (None, None): every NaN result is the format's default NaN; an int -> (None,
+    code): every NaN result is that code; "propagate-ORDER[:CODE]" -> (ORDER, CODE or None):
+    the first NaN operand in ORDER (letters a, b, c = the operation's arguments) is returned
+    quieted, and an invalid operation with no NaN operand gives CODE (default: the format's
+    default NaN). "propagate" = "propagate-abc", "propagate-reverse" = "propagate-cba"."""
+    if not isinstance(nan, str):
+        return None, int(nan)
+    if nan == "default":
+        return None, None
+    head, _, code = nan.partition(":")
+    head = _NAN_ALIASES.get(head, head)
+    order = head[len("propagate-"):] if head.startswith("propagate-") else ""
+    if not order or len(set(order)) != len(order) or set(order) - set("abc"):
+        raise ValueError(f"unknown NaN policy {nan!r}: expected \"default\", an int code or "
+                         "\"propagate-ORDER[:CODE]\" (ORDER a permutation of a, b, c)")
+    try:
+        return order, int(code, 0) if code else None
+    except ValueError:
+        raise ValueError(f"NaN policy {nan!r}: {code!r} is not an integer code") from None
+
+
 def _nan_out(f: Format, nan: "str | int", ops: list[Unpacked]) -> BV:
-    """The NaN result: "default" (the format's quiet NaN), an int code, "propagate" (the first
-    NaN operand in argument order, quieted: a, then b, then c) or "propagate-reverse" (the
-    last operand first: c, then b, then a; Source: H200 campaign 2026-11-21, DMMA)."""
+    """The NaN result under policy `nan` (see `nan_policy`). Source of the "propagate-bca:
+    0xFFF8000000000000" form: H200 campaign 2026-11-21 (DMMA: b's NaN first, then the
+    accumulator's, then a's; an invalid operation gives the x86-style negative default NaN)."""
     K = ops[0].sign.k
     if f.nan == "none":
         return K.const(0, f.storage, False)   # never selected: the format has no NaN
-    if nan in ("propagate", "propagate-reverse"):
-        out = K.const(default_nan(f), f.storage, False)
-        order = list(reversed(ops)) if nan == "propagate" else list(ops)
-        for u in order:                       # the last ite applied wins
+    order, code = nan_policy(nan)
+    out = K.const(default_nan(f) if code is None else code, f.storage, False)
+    if order is None:
+        return out
+    for letter in reversed(order):            # the last ite applied wins: first letter rules
+        i = "abc".index(letter)
+        if i < len(ops):
+            u = ops[i]
             if u.fmt.nan == "ieee" and u.fmt.t >= 1 and u.fmt is f:
                 out = ite(u.nan, quiet(f, u), out)
-        return out
-    code = default_nan(f) if nan == "default" else int(nan)
-    return K.const(code, f.storage, False)
+    return out
 
 
 def _overlay(f: Format, finite: BV, nan: Bool, nan_bits: BV, inf: Bool, inf_sign: Bool) -> BV:

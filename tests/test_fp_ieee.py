@@ -220,6 +220,26 @@ def test_invalid_and_nan_propagation():
     assert _f32("add", 0, QNAN, nan=0x7FFFFFFF) == 0x7FFFFFFF
 
 
+def test_nan_priority_orders():
+    """propagate-ORDER[:CODE]: the first NaN operand in ORDER wins, quieted; an invalid
+    operation gives CODE. The H200's DMMA rule is "propagate-bca:0xFFF8000000000000"."""
+    A, B, C = 0x7FC0000A, 0x7F80000B, 0xFFC0000C          # qNaN, sNaN, negative qNaN
+    ONE, INF = 0x3F800000, 0x7F800000
+    for order, want in [("abc", A), ("bca", B | 0x400000), ("cab", C), ("cba", C),
+                        ("bac", B | 0x400000), ("acb", A)]:
+        assert _f32("fma", A, B, C, nan=f"propagate-{order}") == want, order
+    assert _f32("fma", ONE, B, C, nan="propagate-acb") == C       # a is no NaN: next is c
+    assert _f32("fma", ONE, ONE, C, nan="propagate-bca") == C
+    assert _f32("fma", INF, 0, ONE, nan="propagate-bca:0xFFC00000") == 0xFFC00000
+    assert _f32("fma", INF, 0, C, nan="propagate-bca:0xFFC00000") == C   # a NaN beats invalid
+    assert _f32("add", ONE, A, nan="propagate-cba") == A        # two operands: c is absent
+    assert _f32("fma", A, B, C, nan="propagate") == _f32("fma", A, B, C, nan="propagate-abc")
+    assert _f32("fma", A, B, C, nan="propagate-reverse") == C
+    for bad in ("propagate-abd", "propagate-aa", "propagate-", "keep", "propagate-ab:zz"):
+        with pytest.raises(ValueError):
+            _f32("fma", A, B, C, nan=bad)
+
+
 def test_overflow_by_mode():
     MAX = 0x7F7FFFFF
     for mode, pos, neg in [("RNE", 0x7F800000, 0xFF800000), ("RZ", MAX, 0x80000000 | MAX),

@@ -16,7 +16,9 @@ from mmaformal.simulate import simulate
 
 ROOT = Path(__file__).resolve().parents[1] / "counterexamples" / "hw"
 CAMPAIGN = ROOT / "2026-11-21-h200"
-RECORDS = sorted(p for p in CAMPAIGN.glob("*.json") if p.name != "summary.json")
+#: every campaign folder (one per device session); a record names its instruction and theory
+CAMPAIGNS = sorted(p.parent for p in ROOT.glob("*/summary.json"))
+RECORDS = sorted(p for d in CAMPAIGNS for p in d.glob("*.json") if p.name != "summary.json")
 DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
@@ -24,6 +26,21 @@ def test_campaign_recorded():
     assert len(RECORDS) >= 25
     summary = json.loads((CAMPAIGN / "summary.json").read_text())
     assert all(r["tests"] >= 10_000_000 for r in summary)
+
+
+def test_every_sm90_instruction_corroborated():
+    """Issue 5: every instruction of the sm90 preset has a recorded campaign of >= 10^7 dot
+    products with 0 mismatches against the theory that is now its corroborated primary."""
+    from mmaformal.hw.validate import PRESETS
+    clean = {}
+    for rec in RECORDS:
+        r = json.loads(rec.read_text())
+        if r["tests"] >= 10_000_000 and r["mismatches"] == 0:
+            clean.setdefault(r["instruction"], set()).add(r["theory"])
+    for name in PRESETS["sm90"]:
+        th = theory.resolve(name)
+        assert th.status == "corroborated", f"{name}: {th.id} is {th.status}"
+        assert th.id in clean.get(name, ()), f"{name}: no clean 10^7 campaign of {th.id}"
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=lambda p: p.stem)
