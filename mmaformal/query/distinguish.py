@@ -23,8 +23,9 @@ on request) before it is printed; a witness on which the concrete outputs agree,
 overflows a checked operation there, is an internal error (exit 3), never a result.
 
 This module is also the engine of `prove` and `decompose`: model specs, symbolic inputs, the
-constraint language, the solver call (bitwuzla with its propagation-based engine first, or z3,
-cvc5, a portfolio), a result cache keyed by the canonical sha256 of the query, and replay.
+constraint language, the solver call (through mmaformal.query.solvers: bitwuzla with its
+propagation-based engine first, or z3, cvc5, a portfolio), a result cache keyed by the
+canonical sha256 of the query, and replay.
 
 Exit codes (`run`): 0 the verb completed (distinguished, or equivalent), 2 bad input (one line
 on stderr), 3 internal error, 4 unknown (solver time-out: never reported as equivalent).
@@ -38,7 +39,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import multiprocessing as mp
 import re
 import sys
 import time
@@ -50,7 +50,7 @@ import numpy as np
 from .. import fp, isa, mma
 from .. import theory as _theory
 from ..bits import BV, INT, NUMPY, Z3Backend, ite
-from .solvers import Result, SOLVERS, solve_smt2, solver_version, to_smt2, _parse_bv
+from .solvers import Result, SOLVERS, solve, to_smt2
 from .store import PROOFS, sha256
 
 __all__ = [
@@ -597,71 +597,17 @@ def free_vars(*exprs) -> set[str]:
     return out
 
 
-def _bitwuzla(text: str, timeout: float | None, engine: str = "preprop"):
-    import bitwuzla
-    tm = bitwuzla.TermManager()
-    opts = bitwuzla.Options()
-    opts.set(bitwuzla.Option.PRODUCE_MODELS, True)
-    if engine:
-        opts.set(bitwuzla.Option.BV_SOLVER, engine)
-    if timeout:
-        opts.set(bitwuzla.Option.TIME_LIMIT_PER, int(timeout * 1000))
-    parser = bitwuzla.Parser(tm, opts)
-    parser.parse(text.replace("(check-sat)", ""), True, False)
-    bw = parser.bitwuzla()
-    r = bw.check_sat()
-    status = {bitwuzla.Result.SAT: "sat", bitwuzla.Result.UNSAT: "unsat"}.get(r, "unknown")
-    model = {}
-    if status == "sat":
-        for t in parser.get_declared_funs():
-            model[t.symbol()] = _parse_bv(bw.get_value(t))
-    return status, model, "" if status != "unknown" else "time limit"
-
-
-def _solve_one(text: str, solver: str, timeout: float | None) -> Result:
-    if solver == "bitwuzla":
-        t0 = time.perf_counter()
-        try:
-            status, model, reason = _bitwuzla(text, timeout)
-        except ImportError as e:
-            return Result("unknown", solver, "unavailable", time.perf_counter() - t0,
-                          reason=f"not installed: {e}")
-        except Exception as e:  # a solver error is not an answer
-            return Result("unknown", solver, solver_version(solver), time.perf_counter() - t0,
-                          reason=f"error: {e}")
-        return Result(status, solver, solver_version(solver) + " (bv-solver=preprop)",
-                      time.perf_counter() - t0, model, reason)
-    return solve_smt2(text, solver, timeout)
-
-
-def _worker(args):
-    return _solve_one(*args)
+#: bitwuzla's bit-vector engine for these queries: propagation-based local search first, then
+#: bit-blasting (mmaformal.query.solvers, option bitwuzla_engine)
+BITWUZLA_ENGINE = "preprop"
 
 
 def check(text: str, solver: str = "bitwuzla", timeout: float | None = None) -> Result:
     """Solve SMT-LIB2 text. "portfolio": every solver in its own process, the first definite
     answer wins. A time-out or a solver error is "unknown" with the time spent."""
-    if solver != "portfolio":
-        if solver not in SOLVERS:
-            raise BadInput(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)} or portfolio")
-        return _solve_one(text, solver, timeout)
-    t0 = time.perf_counter()
-    ctx = mp.get_context("fork")
-    results = []
-    with ctx.Pool(len(SOLVERS)) as pool:
-        pending = [pool.apply_async(_worker, ((text, s, timeout),)) for s in SOLVERS]
-        while pending:
-            for p in list(pending):
-                if p.ready():
-                    r = p.get()
-                    pending.remove(p)
-                    if r.status in ("sat", "unsat"):
-                        pool.terminate()
-                        return r
-                    results.append(r)
-            time.sleep(0.005)
-    return Result("unknown", "portfolio", "", time.perf_counter() - t0,
-                  reason="; ".join(f"{r.solver}: {r.reason}" for r in results))
+    if solver != "portfolio" and solver not in SOLVERS:
+        raise BadInput(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)} or portfolio")
+    return solve(text, solver, timeout, bitwuzla_engine=BITWUZLA_ENGINE)
 
 
 class Cache:

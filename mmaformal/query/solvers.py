@@ -8,6 +8,8 @@ Invariants:
   solve, so the stored `query.smt2` of a proof is exactly what was proved.
 - A time-out or solver error is "unknown" (with the time spent), never "unsat".
 - `model` holds the values of the declared bit-vector constants (name -> int) for "sat".
+- bitwuzla's bit-vector engine is an option (`bitwuzla_engine`: its `bv-solver` option,
+  "bitblast", "prop" or "preprop"); a result names the engine it was found with in `version`.
 """
 from __future__ import annotations
 
@@ -91,11 +93,13 @@ def _z3(text: str, timeout: float | None) -> tuple[str, dict[str, int], str]:
     return str(r), model, "" if r != z3.unknown else s.reason_unknown()
 
 
-def _bitwuzla(text: str, timeout: float | None) -> tuple[str, dict[str, int], str]:
+def _bitwuzla(text: str, timeout: float | None, engine: str | None = None) -> tuple[str, dict[str, int], str]:
     import bitwuzla
     tm = bitwuzla.TermManager()
     opts = bitwuzla.Options()
     opts.set(bitwuzla.Option.PRODUCE_MODELS, True)
+    if engine:                    # bv-solver: bitblast | prop | preprop (prop, then bit-blasting)
+        opts.set(bitwuzla.Option.BV_SOLVER, engine)
     if timeout:
         opts.set(bitwuzla.Option.TIME_LIMIT_PER, int(timeout * 1000))
     parser = bitwuzla.Parser(tm, opts)
@@ -141,35 +145,43 @@ def _cvc5(text: str, timeout: float | None) -> tuple[str, dict[str, int], str]:
 _FUNCS = {"z3": _z3, "bitwuzla": _bitwuzla, "cvc5": _cvc5}
 
 
-def solve_smt2(text: str, solver: str = "bitwuzla", timeout: float | None = None) -> Result:
-    """Solve SMT-LIB2 text with one solver in this process."""
+def solve_smt2(text: str, solver: str = "bitwuzla", timeout: float | None = None,
+               bitwuzla_engine: str | None = None) -> Result:
+    """Solve SMT-LIB2 text with one solver in this process (`bitwuzla_engine`: bitwuzla's
+    bv-solver, ignored by the other solvers)."""
     if solver not in _FUNCS:
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)} or portfolio")
+    engine = bitwuzla_engine if solver == "bitwuzla" else None
     t0 = time.perf_counter()
     try:
-        status, model, reason = _FUNCS[solver](text, timeout)
+        if engine:
+            status, model, reason = _bitwuzla(text, timeout, engine)
+        else:
+            status, model, reason = _FUNCS[solver](text, timeout)
     except ImportError as e:
         return Result("unknown", solver, "unavailable", time.perf_counter() - t0, reason=f"not installed: {e}")
     except Exception as e:  # a solver error is not an answer
         return Result("unknown", solver, solver_version(solver), time.perf_counter() - t0, reason=f"error: {e}")
-    return Result(status, solver, solver_version(solver), time.perf_counter() - t0, model, reason)
+    version = solver_version(solver) + (f" (bv-solver={engine})" if engine else "")
+    return Result(status, solver, version, time.perf_counter() - t0, model, reason)
 
 
 def _worker(args):
-    text, solver, timeout = args
-    return solve_smt2(text, solver, timeout)
+    return solve_smt2(*args)
 
 
-def solve(query, solver: str = "bitwuzla", timeout: float | None = None) -> Result:
+def solve(query, solver: str = "bitwuzla", timeout: float | None = None,
+          bitwuzla_engine: str | None = None) -> Result:
     """Solve a query (z3 assertions or SMT-LIB2 text). `solver` may be "portfolio": every
-    installed solver in its own process, the first definite answer wins."""
+    installed solver in its own process, the first definite answer wins (bitwuzla with
+    `bitwuzla_engine` there too)."""
     text = query if isinstance(query, str) else to_smt2(query)
     if solver != "portfolio":
-        return solve_smt2(text, solver, timeout)
+        return solve_smt2(text, solver, timeout, bitwuzla_engine)
     t0 = time.perf_counter()
     ctx = mp.get_context("fork")
     with ctx.Pool(len(SOLVERS)) as pool:
-        pending = [pool.apply_async(_worker, ((text, s, timeout),)) for s in SOLVERS]
+        pending = [pool.apply_async(_worker, ((text, s, timeout, bitwuzla_engine),)) for s in SOLVERS]
         results = []
         while pending:
             for p in list(pending):
@@ -180,7 +192,6 @@ def solve(query, solver: str = "bitwuzla", timeout: float | None = None) -> Resu
                         pool.terminate()
                         return r
                     results.append(r)
-            time.sleep(0.01)
-    best = results[0] if results else Result("unknown", "portfolio", "", 0.0)
+            time.sleep(0.005)
     return Result("unknown", "portfolio", "", time.perf_counter() - t0,
                   reason="; ".join(f"{r.solver}: {r.reason}" for r in results))
