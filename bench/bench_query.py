@@ -141,33 +141,28 @@ def main(argv=None) -> int:
     report: dict = {"distinguish": {}, "symmetry": {}, "symmetry_monolithic": {}}
     fmt = lambda d: (f"{d['solve']:.2f}/{d['total']:.2f}" if d["status"] == "distinguished"
                      else f"{d['status']}>{d['total']:.0f}")
-    print(f"1. distinguish T-FDPA F=25 vs F=24 (f16 -> f32): solver s / verb s  (timeout {a.timeout:g} s)")
-    print(f"{'K':>4} " + " ".join(f"{s:>16}" for s in solvers), flush=True)
-    for K in ks:
-        row = []
-        for s in solvers:
-            d = bench_distinguish(s, K, a.timeout)
-            report["distinguish"][f"{s}/{K}"] = d
-            row.append(fmt(d))
-        print(f"{K:>4} " + " ".join(f"{x:>16}" for x in row), flush=True)
-    print(f"\n2. symmetry, decomposed (seconds, lemmas/cached; timeout {a.timeout:g} s per lemma)")
-    print(f"{'K':>4} " + " ".join(f"{s:>22}" for s in solvers), flush=True)
-    for K in ks:
-        row = []
-        for s in solvers:
-            d = bench_symmetry(s, K, a.timeout, "decomposed")
-            report["symmetry"][f"{s}/{K}"] = d
-            row.append(f"{d['status'][:6]} {d['total']:.2f} {d.get('lemmas', 0)}/{d.get('cached', 0)}")
-        print(f"{K:>4} " + " ".join(f"{x:>22}" for x in row), flush=True)
-    if mono:
-        print(f"\n   symmetry, monolithic (seconds; timeout {a.timeout:g} s)")
-        for K in mono:
+
+    def table(key: str, Ks, run, cell, width: int) -> None:
+        """One row per K, one cell per solver: d = run(solver, K), kept in report[key]."""
+        for K in Ks:
             row = []
             for s in solvers:
-                d = bench_symmetry(s, K, a.timeout, "monolithic")
-                report["symmetry_monolithic"][f"{s}/{K}"] = d
-                row.append(f"{d['status'][:7]} {d['total']:.1f}")
-            print(f"{K:>4} " + " ".join(f"{x:>22}" for x in row), flush=True)
+                d = run(s, K)
+                report[key][f"{s}/{K}"] = d
+                row.append(cell(d))
+            print(f"{K:>4} " + " ".join(f"{x:>{width}}" for x in row), flush=True)
+
+    print(f"1. distinguish T-FDPA F=25 vs F=24 (f16 -> f32): solver s / verb s  (timeout {a.timeout:g} s)")
+    print(f"{'K':>4} " + " ".join(f"{s:>16}" for s in solvers), flush=True)
+    table("distinguish", ks, lambda s, K: bench_distinguish(s, K, a.timeout), fmt, 16)
+    print(f"\n2. symmetry, decomposed (seconds, lemmas/cached; timeout {a.timeout:g} s per lemma)")
+    print(f"{'K':>4} " + " ".join(f"{s:>22}" for s in solvers), flush=True)
+    table("symmetry", ks, lambda s, K: bench_symmetry(s, K, a.timeout, "decomposed"),
+          lambda d: f"{d['status'][:6]} {d['total']:.2f} {d.get('lemmas', 0)}/{d.get('cached', 0)}", 22)
+    if mono:
+        print(f"\n   symmetry, monolithic (seconds; timeout {a.timeout:g} s)")
+        table("symmetry_monolithic", mono, lambda s, K: bench_symmetry(s, K, a.timeout, "monolithic"),
+              lambda d: f"{d['status'][:7]} {d['total']:.1f}", 22)
     if a.pysmt:
         d = bench_pysmt()
         report["pysmt"] = d

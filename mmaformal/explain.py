@@ -121,13 +121,9 @@ def explain(instr: "str | Instruction", a: Sequence[int], b: Sequence[int], c: i
     elif scale_a or scale_b:
         raise ValueError(f"{ins.name} is not block-scaled: it takes no scales")
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
-    notes: list = []
-    token = mma.TRACE.set(notes)
-    try:
+    with mma.tracing() as notes:
         d = th.dot(INT, [INT.const(int(x), wa, False) for x in A],
                    [INT.const(int(x), wb, False) for x in B], INT.const(int(C[0]), wc, False), sa, sb)
-    finally:
-        mma.TRACE.reset(token)
     report["steps"] = _steps(th, ins, notes, report["operands"])
     report["output"] = _elem(int(d.v), ins.d)
     return report
@@ -296,6 +292,26 @@ def _ranges(ks: list[int]) -> str:
     return ", ".join(out)
 
 
+def _bv(x: dict) -> str:
+    """`bits (value)` of one element of a report."""
+    return f"{x['bits']} ({x['value']})"
+
+
+#: the text line of each step kind (the fused sums, with a line per term, are in `render`)
+_STEP_LINE = {
+    "block": lambda s: f"block k = {_ranges(s['k'])}: accumulator in {_bv(s['accumulator_in'])}",
+    "block result": lambda s: f"  block result {_bv(s)}",
+    "special values": lambda s: f"  rounded {_bv(s['finite_result'])}; special: {s['rule']}",
+    "fma": lambda s: f"  {s['text']} = {_bv(s)}",
+    "ftz-add/mul": lambda s: f"  {s['text']}: s = {_bv(s['partial'])}, d = {_bv(s)}",
+    "output conversion": lambda s: f"  {s['text']}: exact {s['exact']}",
+    "rounded sum with c": lambda s: "  %s: T' = %s, c' = %s, S = %s" % (s["text"], s["T'"], s["c'"], s["S"]),
+    "group sums": lambda s: f"  {s['text']}: T_even = {s['T_even']}, T_odd = {s['T_odd']}, T = {s['T']}",
+    "exact sum": lambda s: f"  {s['text']}: products = {s['products']} -> {_bv(s['finite_result'])}",
+    "add c": lambda s: f"  {s['text']}: {s['chain']['value']} + {s['c']['value']}",
+}
+
+
 def render(rep: dict) -> str:
     """The report as text."""
     L = []
@@ -307,16 +323,14 @@ def render(rep: dict) -> str:
     for k, (x, y) in enumerate(zip(ops["a"], ops["b"])):
         if x["value"] in ("0", "-0") and y["value"] in ("0", "-0") and x["bits"].strip("0x") == "" and y["bits"].strip("0x") == "":
             continue
-        L.append(f"  k={k:<3} a={x['bits']} ({x['value']})  b={y['bits']} ({y['value']})")
-    L.append(f"  c={ops['c']['bits']} ({ops['c']['value']})   (k with a = b = +0 not shown)")
+        L.append(f"  k={k:<3} a={_bv(x)}  b={_bv(y)}")
+    L.append(f"  c={_bv(ops['c'])}   (k with a = b = +0 not shown)")
     for role in ("scale_a", "scale_b"):
         if role in ops:
-            L.append(f"  {role}: " + ", ".join(f"{s['bits']} ({s['value']})" for s in ops[role]))
+            L.append(f"  {role}: " + ", ".join(_bv(x) for x in ops[role]))
     for s in rep["steps"]:
         kind = s["step"]
-        if kind == "block":
-            L.append(f"block k = {_ranges(s['k'])}: accumulator in {s['accumulator_in']['bits']} ({s['accumulator_in']['value']})")
-        elif kind.startswith("fused sum"):
+        if kind.startswith("fused sum"):
             L.append(f"  {kind}: {s['text']}")
             for r in s["terms"]:
                 if r.get("zero"):
@@ -324,26 +338,9 @@ def render(rep: dict) -> str:
                 tr = f", truncated {r['truncated']}" if "truncated" in r and r["truncated"] != "0" else ""
                 L.append(f"    {r['term']:<12} exact {r['exact']} (exp {r['exp']}) -> aligned {r['aligned']}{tr}")
             L.append(f"    S = {s['S']}")
-        elif kind == "block result":
-            L.append(f"  block result {s['bits']} ({s['value']})")
-        elif kind == "special values":
-            L.append(f"  rounded {s['finite_result']['bits']} ({s['finite_result']['value']}); special: {s['rule']}")
-        elif kind == "fma":
-            L.append(f"  {s['text']} = {s['bits']} ({s['value']})")
-        elif kind == "ftz-add/mul":
-            L.append(f"  {s['text']}: s = {s['partial']['bits']} ({s['partial']['value']}), d = {s['bits']} ({s['value']})")
-        elif kind == "output conversion":
-            L.append(f"  {s['text']}: exact {s['exact']}")
-        elif kind == "rounded sum with c":
-            L.append(f"  {s['text']}: T' = {s[chr(84) + chr(39)]}, c' = {s[chr(99) + chr(39)]}, S = {s['S']}")
-        elif kind == "group sums":
-            L.append(f"  {s['text']}: T_even = {s['T_even']}, T_odd = {s['T_odd']}, T = {s['T']}")
-        elif kind == "exact sum":
-            L.append(f"  {s['text']}: products = {s['products']} -> {s['finite_result']['bits']} ({s['finite_result']['value']})")
-        elif kind == "add c":
-            L.append(f"  {s['text']}: {s['chain']['value']} + {s['c']['value']}")
         else:
-            L.append(f"  {s.get('text', kind)}")
+            line = _STEP_LINE.get(kind)
+            L.append(line(s) if line else f"  {s.get('text', kind)}")
     o = rep["output"]
     L.append(f"d = {o['bits']} ({o['format']}: {o['value']})")
     return "\n".join(L)

@@ -18,6 +18,7 @@ Source: seed 002 Algorithms 1-11; parameters are chosen per instruction by theor
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from dataclasses import dataclass
 from typing import Sequence
@@ -28,7 +29,7 @@ from .fp import Format, Unpacked, decode, fmt, round_to
 
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
-    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "NVIDIA_NAN",
+    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "NVIDIA_NAN", "tracing",
 ]
 
 #: Optional white-box trace (used by mmaformal.explain): when set to a list, `_note` appends
@@ -40,6 +41,18 @@ def _note(label: str, value=None) -> None:
     t = TRACE.get()
     if t is not None:
         t.append((label, value))
+
+
+@contextlib.contextmanager
+def tracing():
+    """`with tracing() as notes:` records the trace of the operations run inside into the list
+    `notes` ((label, value) pairs, as `_note` appends them)."""
+    notes: list = []
+    tok = TRACE.set(notes)
+    try:
+        yield notes
+    finally:
+        TRACE.reset(tok)
 
 
 #: NVIDIA's canonical NaN of each output format (seed 002 sec. 4.2).

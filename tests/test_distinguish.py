@@ -6,7 +6,6 @@ Fast: every query here is solved by bitwuzla's propagation engine in well under 
 (the z3 run is given a deliberately tiny time limit to exercise "unknown")."""
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -20,11 +19,7 @@ H90 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
 
 
 def cli(capsys, *argv):
-    p = argparse.ArgumentParser()
-    sub = p.add_subparsers(dest="verb")
-    D.add_parser(sub)
-    args = p.parse_args(["distinguish", *argv])
-    rc = args.func(args)
+    rc = D.main(["distinguish", *argv])
     out, err = capsys.readouterr()
     return rc, out, err
 

@@ -3,7 +3,6 @@ the decomposition's lemmas are sound pieces (factorizations checked, twins caugh
 and --json. Long solver runs are marked slow."""
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -19,11 +18,7 @@ FAST = ("int", "numpy")
 
 
 def cli(capsys, *argv):
-    p = argparse.ArgumentParser()
-    sub = p.add_subparsers(dest="verb")
-    P.add_parser(sub)
-    args = p.parse_args(["prove", *argv])
-    rc = args.func(args)
+    rc = P.main(["prove", *argv])
     out, err = capsys.readouterr()
     return rc, out, err
 

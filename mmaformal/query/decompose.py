@@ -51,7 +51,7 @@ from ..bits import BV, Z3Backend
 from .distinguish import (CACHE, Inputs, Model, approx_equal, free_vars, neg_bits,
                           smt2_text, solve_cached)
 
-__all__ = ["Lemma", "Structure", "structure", "symmetry_lemmas", "run_lemmas",
+__all__ = ["Lemma", "Structure", "structure", "traced_dot", "symmetry_lemmas", "run_lemmas",
            "COMBINATION_SYMMETRY"]
 
 COMBINATION_SYMMETRY = (
@@ -147,16 +147,18 @@ class Structure:
 _FDPA_TAIL_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa")
 
 
-def structure(m: Model) -> Structure:
-    """Evaluate m's dot product symbolically with the trace on and split it into blocks."""
+def traced_dot(m: Model):
+    """m's dot product on fresh symbolic inputs, with the trace on: (K, inputs, out, notes)."""
     K = Z3Backend()
     inp = Inputs.for_model(K, m)
-    notes: list = []
-    tok = mma.TRACE.set(notes)
-    try:
+    with mma.tracing() as notes:
         out = m.dot(K, *inp.padded(m))
-    finally:
-        mma.TRACE.reset(tok)
+    return K, inp, out, notes
+
+
+def structure(m: Model) -> Structure:
+    """Evaluate m's dot product symbolically with the trace on and split it into blocks."""
+    K, inp, out, notes = traced_dot(m)
     st = Structure(m, K, inp, out, [], None)
     if m.theory.model != "fdpa" or m.theory.op not in _FDPA_TAIL_OPS:
         st.why = f"op {m.theory.op} is not a T-FDPA-family fused sum"

@@ -1047,7 +1047,10 @@ def render(res: dict) -> str:
 # CLI (wired by the lead into mmaformal.cli)
 # ============================================================================================
 
-def add_common(q: argparse.ArgumentParser) -> None:
+def add_common(q: argparse.ArgumentParser, save: str | None = None,
+               replay: tuple[str, str] | None = None) -> None:
+    """The options of every query verb: --solver, --timeout, --emit-smt2, --json; and --save
+    (`save`: its help) and --replay (`replay`: its default back-ends and help) where given."""
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"],
                    help="bitwuzla (default; propagation engine with bit-blasting fallback), "
                         "z3, cvc5, or portfolio (all, first answer wins)")
@@ -1055,6 +1058,37 @@ def add_common(q: argparse.ArgumentParser) -> None:
                    help="seconds per solver call (a time-out is 'unknown')")
     q.add_argument("--emit-smt2", metavar="FILE", help="write the (first) query as SMT-LIB2")
     q.add_argument("--json", action="store_true")
+    if save is not None:
+        q.add_argument("--save", action="store_true", help=save)
+    if replay is not None:
+        q.add_argument("--replay", default=replay[0], metavar="BACKENDS", help=replay[1])
+
+
+def run_verb(verb: str, compute, show, exit_code) -> int:
+    """The CLI frame of a query verb: `compute()` gives a result, printed as `show(result)`,
+    exit status `exit_code(result)` (or an int: an exit status, `compute` printed its own
+    output); BadInput -> one line on stderr, exit 2; InternalError -> one line, exit 3."""
+    try:
+        res = compute()
+    except BadInput as e:
+        print(f"mmaformal {verb}: {e}", file=sys.stderr)
+        return EXIT_BAD
+    except InternalError as e:
+        print(f"mmaformal {verb}: internal error: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+    if isinstance(res, int):
+        return res
+    print(show(res))
+    return exit_code(res)
+
+
+def verb_main(add_verb_parser, argv=None) -> int:
+    """`python -m mmaformal.query.<verb>`: a parser with that one verb, run."""
+    p = argparse.ArgumentParser(prog="mmaformal")
+    sub = p.add_subparsers(dest="verb", required=True)
+    add_verb_parser(sub)
+    args = p.parse_args(argv)
+    return args.func(args)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -1066,14 +1100,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--where", action="append", default=[], metavar="C", help=WHERE_HELP)
     q.add_argument("--count", type=int, default=1, metavar="N",
                    help="up to N different witnesses (earlier ones blocked)")
-    q.add_argument("--save", action="store_true",
-                   help="store witnesses in counterexamples/ (and an equivalence proof in proofs/)")
     q.add_argument("--obligations", choices=("lazy", "always"), default="lazy",
                    help="assert the no-overflow side conditions always, or only when a witness "
                         "fails to replay legally (default)")
-    q.add_argument("--replay", default="int,numpy", metavar="BACKENDS",
-                   help="concrete back-ends for replay: int,numpy[,compiled]")
-    add_common(q)
+    add_common(q, save="store witnesses in counterexamples/ (and an equivalence proof in proofs/)",
+               replay=("int,numpy", "concrete back-ends for replay: int,numpy[,compiled]"))
     q.set_defaults(func=run)
     return q
 
@@ -1087,31 +1118,19 @@ def _backends(text: str) -> tuple[str, ...]:
 
 
 def run(args) -> int:
-    try:
+    def compute():
         if args.count < 1:
             raise BadInput("--count must be >= 1")
-        res = distinguish(args.A, args.B, args.where, args.count, args.solver, args.timeout,
-                          args.save, args.instr, args.emit_smt2, args.obligations,
-                          _backends(args.replay))
-    except BadInput as e:
-        print(f"mmaformal distinguish: {e}", file=sys.stderr)
-        return EXIT_BAD
-    except InternalError as e:
-        print(f"mmaformal distinguish: internal error: {e}", file=sys.stderr)
-        return EXIT_INTERNAL
-    if args.json:
-        print(json.dumps(to_json(res), indent=1))
-    else:
-        print(render(res))
-    return EXIT_UNKNOWN if res["status"] == "unknown" else EXIT_OK
+        return distinguish(args.A, args.B, args.where, args.count, args.solver, args.timeout,
+                           args.save, args.instr, args.emit_smt2, args.obligations,
+                           _backends(args.replay))
+    return run_verb("distinguish", compute,
+                    lambda res: json.dumps(to_json(res), indent=1) if args.json else render(res),
+                    lambda res: EXIT_UNKNOWN if res["status"] == "unknown" else EXIT_OK)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mmaformal")
-    sub = p.add_subparsers(dest="verb", required=True)
-    add_parser(sub)
-    args = p.parse_args(argv)
-    return args.func(args)
+    return verb_main(add_parser, argv)
 
 
 if __name__ == "__main__":

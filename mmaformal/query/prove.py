@@ -64,11 +64,11 @@ from .. import fp, isa, mma
 from .. import theory as _theory
 from ..bits import BV, INT, Z3Backend, bvmax, clz, ite
 from . import decompose as _dec
-from .distinguish import (BadInput, CACHE, CACHE_DIR, EXIT_BAD, EXIT_INTERNAL, EXIT_OK,
+from .distinguish import (BadInput, CACHE, CACHE_DIR, EXIT_INTERNAL, EXIT_OK,
                           EXIT_REFUTED, EXIT_UNKNOWN, InternalError, Inputs, Model, Witness,
                           _hex, add_common, approx_equal, build, check, equivalence_twin,
                           evaluate, free_vars, mutate, neg_bits, portable, replay, resolve,
-                          resolve_pair, search, smt2_text)
+                          resolve_pair, run_verb, search, smt2_text, verb_main)
 from .store import PROOFS, sha256
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
@@ -196,6 +196,21 @@ def _symmetry_replay(m: Model, inp: Inputs, backends):
     return chk
 
 
+def _decomposed(m: Model, make_lemmas, method: str, solver, timeout, persist, t0):
+    """The decomposed attempt of a claim: `make_lemmas(structure of m)` run by
+    decompose.run_lemmas within the claim's time (from t0): (status, parts, ""), or
+    (None, [], why) when m is not decomposable (a BadInput when method is "decomposed")."""
+    try:
+        lemmas = make_lemmas(_dec.structure(m))
+    except _dec.NotDecomposable as e:
+        if method == "decomposed":
+            raise BadInput(f"{m.label}: not decomposable: {e}") from None
+        return None, [], str(e)
+    deadline = None if timeout is None else t0 + timeout
+    status, parts = _dec.run_lemmas(lemmas, solver, timeout, persist=persist, deadline=deadline)
+    return status, parts, ""
+
+
 def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 600,
                    method: str = "auto", save: bool = False, emit: str | None = None,
                    backends=("int", "numpy", "compiled"), twin: bool = True,
@@ -211,17 +226,9 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     res = None
     why = ""
     if method in ("auto", "decomposed"):
-        try:
-            st = _dec.structure(m)
-            lemmas = _dec.symmetry_lemmas(st)
-        except _dec.NotDecomposable as e:
-            lemmas, why = None, str(e)
-            if method == "decomposed":
-                raise BadInput(f"{m.label}: not decomposable: {e}") from None
-        if lemmas is not None:
-            deadline = None if timeout is None else t0 + timeout
-            status, parts = _dec.run_lemmas(lemmas, solver, timeout, persist=persist,
-                                            deadline=deadline)
+        status, parts, why = _decomposed(m, _dec.symmetry_lemmas, method, solver, timeout,
+                                         persist, t0)
+        if status is not None:
             if emit:
                 for i, p in enumerate(parts):
                     Path(f"{emit}.{i:02d}.{p['lemma']}.smt2").write_text(p["text"])
@@ -604,14 +611,7 @@ def _bound_parts(m: Model, F_claim: int | None = None):
     rf, rmode, sf = mma.rho_of(p.get("rho", "RNE-FP32"))
     half = rmode == "RNE"
     F = p["F"] if F_claim is None else F_claim
-    K = Z3Backend()
-    x = Inputs.for_model(K, m)
-    notes: list = []
-    tok = mma.TRACE.set(notes)
-    try:
-        d = m.dot(K, *x.padded(m))
-    finally:
-        mma.TRACE.reset(tok)
+    K, x, d, notes = _dec.traced_dot(m)
     fa, fb, fc = (fp.fmt(f) for f in (ins.a, ins.b, ins.c))
     # static exponent ranges -> fixed-point unit 2^U and width W
     lsb_prod = (fa.emin - fa.t) + (fb.emin - fb.t)
@@ -730,16 +730,8 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
     ins = m.ins
     why = ""
     if method in ("auto", "decomposed"):
-        try:
-            lemmas = _dec.bound_lemmas(_dec.structure(m))
-        except _dec.NotDecomposable as e:
-            lemmas, why = None, str(e)
-            if method == "decomposed":
-                raise BadInput(f"{m.label}: not decomposable: {e}") from None
-        if lemmas is not None:
-            deadline = None if timeout is None else t0 + timeout
-            status, parts = _dec.run_lemmas(lemmas, solver, timeout, persist=save,
-                                            deadline=deadline)
+        status, parts, why = _decomposed(m, _dec.bound_lemmas, method, solver, timeout, save, t0)
+        if status is not None:
             texts = {p["sha256"]: p.pop("text") for p in parts}
             if status == "proved":
                 K_, x_, cons_, excess_, U_, W_ = _bound_parts(m)
@@ -797,13 +789,9 @@ def _bound_concrete(m: Model, w: Witness, F_claim: int | None = None):
         va = Fraction(0) if va in ("0", "-0") else va
         vb = Fraction(0) if vb in ("0", "-0") else vb
         exact += va * vb
-    notes: list = []
-    tok = mma.TRACE.set(notes)
-    try:
-        from .distinguish import _concrete_inputs
+    from .distinguish import _concrete_inputs
+    with mma.tracing() as notes:
         d = m.dot(INT, *_concrete_inputs(INT, wp))
-    finally:
-        mma.TRACE.reset(tok)
     B = Fraction(0)
     for (E, n, allz), dj in _bound_blocks(m, notes):
         if allz is None or not bool(allz.v):
@@ -956,11 +944,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub.required = True
 
     def common(c):
-        add_common(c)
-        c.add_argument("--save", action="store_true",
-                       help="store proofs in proofs/ and refutations in counterexamples/")
-        c.add_argument("--replay", default="int,numpy,compiled", metavar="BACKENDS",
-                       help="concrete back-ends that replay witnesses")
+        add_common(c, save="store proofs in proofs/ and refutations in counterexamples/",
+                   replay=("int,numpy,compiled", "concrete back-ends that replay witnesses"))
         c.set_defaults(func=run)
 
     c = sub.add_parser("equiv", help="A and B give identical bits for every input")
@@ -999,7 +984,8 @@ def _exit(status: str) -> int:
 
 def run(args) -> int:
     from .distinguish import _backends, _parse_value
-    try:
+
+    def compute():
         backends = _backends(args.replay)
         kw = dict(solver=args.solver, timeout=args.timeout, save=args.save, emit=args.emit_smt2,
                   backends=backends)
@@ -1017,8 +1003,6 @@ def run(args) -> int:
             else:
                 if args.emit_smt2:
                     raise BadInput("--emit-smt2 takes one group (name one instruction)")
-                if args.save:
-                    CACHE.root = CACHE_DIR
                 results = prove_symmetry_many(groups, args.jobs, solver=args.solver,
                                               timeout=args.timeout, method=args.method,
                                               save=args.save, backends=backends,
@@ -1043,8 +1027,6 @@ def run(args) -> int:
                 sts = {r["status"] for r in results}
                 return EXIT_REFUTED if "refuted" in sts else EXIT_UNKNOWN if "unknown" in sts else EXIT_OK
         else:
-            if args.save:
-                CACHE.root = CACHE_DIR
             if args.claim == "equiv":
                 A, B = resolve_pair(args.A, args.B, args.instr)
                 res = prove_equiv(A, B, args.where, **kw)
@@ -1059,26 +1041,15 @@ def run(args) -> int:
                 res = prove_bound(resolve(args.A), rounds=args.rounds, method=args.method, **kw)
             else:  # pragma: no cover - argparse restricts the choices
                 raise BadInput(f"unknown claim {args.claim!r}")
-    except BadInput as e:
-        print(f"mmaformal prove: {e}", file=sys.stderr)
-        return EXIT_BAD
-    except InternalError as e:
-        print(f"mmaformal prove: internal error: {e}", file=sys.stderr)
-        return EXIT_INTERNAL
-    print(json.dumps(public(res), indent=1) if args.json else render(res))
-    return _exit(res["status"])
+        return res
+
+    return run_verb("prove", compute,
+                    lambda res: json.dumps(public(res), indent=1) if args.json else render(res),
+                    lambda res: _exit(res["status"]))
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mmaformal")
-    sub = p.add_subparsers(dest="verb", required=True)
-    add_parser(sub)
-    args = p.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return verb_main(add_parser, argv)
 
 
 def prune_cache(root: Path | None = None) -> list[str]:
@@ -1098,3 +1069,7 @@ def prune_cache(root: Path | None = None) -> list[str]:
             q.with_suffix(".json").unlink(missing_ok=True)
             gone.append(q.stem)
     return gone
+
+
+if __name__ == "__main__":
+    sys.exit(main())
