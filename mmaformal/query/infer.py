@@ -22,6 +22,9 @@ asked of the oracle; every candidate that disagrees is dropped. When no pool inp
 survivors, two survivors are handed to distinguish's solver path (`build` + `search`): a
 witness (replayed concretely by `search`) is the next query; unsat merges them as equivalent
 (the proof is recorded: solver, seconds, sha256 of the query); a time-out is "unknown".
+Then (CLFP step 4) up to
+`validate` further pool inputs, drawn at random rather than chosen to split, are asked: an
+oracle outside the family is caught even when one candidate happens to survive the splits.
 While many candidates survive, the ones that differ only in the overlay parameters
 (family.OVERLAY: NaN code, zero sign) share one evaluation wherever it is finite and nonzero;
 each is evaluated on its own where that evaluation is special, and on every input once few
@@ -379,7 +382,12 @@ def pool_chunks(ins: isa.Instruction, seed: int = 0):
     from . import probes
     rng = np.random.default_rng(seed)
     reg, spec = probes.dot_probes(ins)
-    yield Batch.concat([reg] + [_random(ins, k, 48, rng) for k in _REGULAR])
+    n = len(reg)
+    first = np.arange(0, n, 8)                     # a sample of the probes first: most
+    rest = np.setdiff1d(np.arange(n), first)       # candidates die in the first queries
+    yield Batch.concat([_random(ins, k, 8, rng) for k in _REGULAR])
+    yield Batch.concat([reg.take(first)] + [_random(ins, k, 24, rng) for k in _REGULAR])
+    yield reg.take(rest)
     yield Batch.concat([spec] + [_random(ins, k, 48, rng) for k in _IRREGULAR])
     for r in range(6):
         n = 128 << min(r, 3)
@@ -389,6 +397,12 @@ def pool_chunks(ins: isa.Instruction, seed: int = 0):
 # ============================================================================================
 # The loop
 # ============================================================================================
+
+#: (family id, family file, instruction, seed) -> {"cands", "stats", "chunks": [Batch],
+#: "out": [dict]}: pool evaluations do not depend on the oracle, so runs on one instruction
+#: (a benchmark over rival theories) share them
+_SHARED: dict = {}
+
 
 class _Engine:
     def __init__(self, cands: list, ins: isa.Instruction, log: Callable[[str], None]):
@@ -511,12 +525,22 @@ class Query:
 
 def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_QUERIES,
           solver: str = "bitwuzla", timeout: float | None = 60, seed: int = 0,
-          log: Callable[[str], None] | None = None, rechecks: int = RECHECKS) -> dict:
+          log: Callable[[str], None] | None = None, rechecks: int = RECHECKS,
+          max_solver_calls: int = 12, solver_budget: float = 120,
+          validate: int = 12) -> dict:
     """Run the loop; a result dict (see `to_json`)."""
     log = log or (lambda s: None)
     t0 = time.perf_counter()
     ins = oracle.ins
-    cands, stats = fam.candidates(ins)
+    skey = (fam.id, fam.file, repr(fam.structures), repr(fam.domain), ins.name, seed)
+    shared = _SHARED.get(skey) if oracle.recorded is None else None
+    if shared is None:
+        cands, stats = fam.candidates(ins)
+        shared = {"cands": cands, "stats": stats, "chunks": [], "out": []}
+        if oracle.recorded is None:
+            _SHARED.clear()                # keep one instruction's evaluations at a time
+            _SHARED[skey] = shared
+    cands, stats = shared["cands"], shared["stats"]
     if not cands:
         why = f" (e.g. {stats['why_dropped']})" if stats["why_dropped"] else ""
         raise BadInput(f"family {fam.id} has no candidate for {ins.name}: {stats['points']} "
@@ -550,19 +574,33 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
         log(f"query {qi + 1} ({source}): {_hex(y, ins.d)}: {before} -> {int(E.alive.sum())} alive")
 
     # -- the pool -------------------------------------------------------------------------
-    if oracle.recorded is not None:
-        chunks = iter([oracle.recorded])
-    else:
-        chunks = pool_chunks(ins, seed)
+    gen = None
     j = None
     exhausted = False
     while len(queries) < max_queries and E.alive.sum() > 1:
         if j is None:
-            nxt = next(chunks, None)
-            if nxt is None:
-                exhausted = True
-                break
-            j = E.add_chunk(nxt)
+            npool = len(E.chunks)
+            if oracle.recorded is not None:
+                if npool:
+                    exhausted = True
+                    break
+                j = E.add_chunk(oracle.recorded)
+            elif npool < len(shared["chunks"]):
+                E.chunks.append(shared["chunks"][npool])
+                E.out.append(shared["out"][npool])
+                j = npool
+            else:
+                if gen is None:             # deterministic: skip the chunks already shared
+                    gen = pool_chunks(ins, seed)
+                    for _ in range(npool):
+                        next(gen, None)
+                nxt = next(gen, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                j = E.add_chunk(nxt)
+                shared["chunks"].append(E.chunks[j])
+                shared["out"].append(E.out[j])
         pick = None
         for jj in range(j + 1):              # earlier chunks first (already evaluated)
             pick = E.best_lane(jj, asked)
@@ -581,9 +619,11 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
             break
 
     # -- the solver path --------------------------------------------------------------------
-    synth = 0
+    synth = calls = 0
+    spent = 0.0
     while (len(queries) < max_queries and E.alive.sum() > 1 and oracle.can_synthesize
-           and exhausted):
+           and exhausted and calls < max_solver_calls and spent < solver_budget):
+        calls += 1
         alive = [int(i) for i in np.flatnonzero(E.alive)]
         roots = list(dict.fromkeys(find(i) for i in alive))
         pend = None
@@ -599,7 +639,9 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
         x, y = pend
         A, B = cands[x].model, cands[y].model
         q = build(A, B)
-        st, found, secs, last, text = search(q, 1, solver, timeout)
+        left = solver_budget - spent
+        st, found, secs, last, text = search(q, 1, solver, min(timeout or left, left))
+        spent += secs
         sha = hashlib.sha256(text.encode()).hexdigest()
         if st == "distinguished":
             synth += 1
@@ -618,6 +660,22 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
                             "reason": (last.reason if last else "") or "no answer",
                             "seconds": round(secs, 3)})
             log(f"unknown: {cands[x].label} vs {cands[y].label} ({secs:.1f} s)")
+
+    # -- validation (CLFP step 4): the survivors must also predict inputs nobody chose ------
+    vq = 0
+    if validate and E.alive.sum() >= 1:
+        lanes = [(jj, ln) for jj in range(len(E.chunks)) for ln in range(len(E.chunks[jj]))
+                 if E.chunks[jj].key(ln) not in asked]
+        rng = np.random.default_rng(seed + 1)
+        order = rng.permutation(len(lanes)) if lanes else []
+        for k in order[:validate]:
+            if len(queries) >= max_queries or E.alive.sum() == 0:
+                break
+            jj, ln = lanes[int(k)]
+            preds = E.predictions(jj, np.array([ln]))
+            tag = E.chunks[jj].tags[ln] if E.chunks[jj].tags else ""
+            ask(E.chunks[jj].take([ln]), preds, f"validate:{tag}")
+            vq += 1
 
     # -- determinism ------------------------------------------------------------------------
     re_idx = sorted({0, len(queries) // 2, len(queries) - 1})[:rechecks] if queries else []
@@ -641,9 +699,11 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
         status = "unknown"
     else:
         status = "budget" if len(queries) >= max_queries else "unresolved"
+    if status != "identified" and len(classes) > 1 and not unknown and not exhausted:
+        status = "budget"
     return {"status": status, "family": fam, "oracle": oracle, "instruction": ins.name,
             "candidates": cands, "stats": stats, "queries": queries, "synthesized": synth,
-            "rechecks": len(re_idx), "alive": alive, "classes": list(classes.values()),
+            "validation": vq, "rechecks": len(re_idx), "alive": alive, "classes": list(classes.values()),
             "equivalences": equivalences, "unknown": unknown, "ruled_out": ruled_out,
             "failed": {cands[i].label: w for i, w in E.failed.items()},
             "evaluations": E.evals, "eval_seconds": E.eval_seconds,
@@ -668,6 +728,7 @@ def to_json(res: dict, full: bool = False) -> dict:
         "oracle": res["oracle"].describe(), "candidates": len(cands),
         "merged_statically": res["stats"]["merged"], "dropped": res["stats"]["dropped"],
         "queries": len(res["queries"]), "synthesized": res["synthesized"],
+        "validation_queries": res["validation"],
         "rechecks": res["rechecks"], "max_queries": res["max_queries"],
         "survivors": [cands[i].label for i in res["alive"]],
         "classes": [[cands[i].label for i in c] for c in res["classes"]],
@@ -713,8 +774,9 @@ def render(res: dict) -> str:
     else:
         L.append(f"{st}: {len(d['classes'])} classes of survivors remain: "
                  + "; ".join(" == ".join(c[:3]) + (" ..." if len(c) > 3 else "") for c in d["classes"][:6]))
-    L.append(f"status: {st}  ({d['queries']} queries, {d['synthesized']} synthesized by the "
-             f"solver, {d['rechecks']} rechecks; {d['seconds']:.1f} s)")
+    L.append(f"status: {st}  ({d['queries']} queries: {d['synthesized']} synthesized by the "
+             f"solver, {d['validation_queries']} validation; {d['rechecks']} rechecks; "
+             f"{d['seconds']:.1f} s)")
     for p in d["saved"]:
         L.append(f"saved: {p}")
     return "\n".join(L)
@@ -770,6 +832,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"])
     q.add_argument("--timeout", type=float, default=60, metavar="S",
                    help="seconds per solver call (a time-out is 'unknown')")
+    q.add_argument("--solver-budget", type=float, default=120, metavar="S",
+                   help="seconds of solver time in all (pairs left are reported unknown)")
     q.add_argument("--seed", type=int, default=0, help="seed of the random pool")
     q.add_argument("--save", action="store_true", help="store the queries in counterexamples/infer/")
     q.add_argument("--verbose", action="store_true", help="log each query on stderr")
@@ -789,7 +853,8 @@ def run(args) -> int:
         fam = _family.get(args.space)
         oracle = make_oracle(args.oracle, args.instr)
         log = (lambda s: print(s, file=sys.stderr)) if args.verbose else None
-        res = infer(fam, oracle, args.max_queries, args.solver, args.timeout, args.seed, log)
+        res = infer(fam, oracle, args.max_queries, args.solver, args.timeout, args.seed, log,
+                    solver_budget=args.solver_budget)
         if args.save:
             res["saved"].append(str(save(res)))
     except BadInput as e:

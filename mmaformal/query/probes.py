@@ -186,7 +186,7 @@ def build_probes(ins: isa.Instruction) -> _Builder:
     # alignment: U +- 1.5 / 0.5 eps
     for jexp in range(8, 44):
         eps = U * 2.0 ** -jexp
-        for f in (1.5, 0.5, -1.5, -0.5, -0.75, 0.75):
+        for f in (1.5, 0.5, -1.5, -0.5):
             bd.add("alignment", f"U + {f} * U 2^-{jexp}", [U, f * eps], 0.0)
             bd.add("alignment", f"-U + {-f} * U 2^-{jexp}", [-U, -f * eps], 0.0)
     # output rounding: c = U (output format), products of fractions of an output ulp
@@ -197,12 +197,13 @@ def build_probes(ins: isa.Instruction) -> _Builder:
                 bd.add("output_rounding", f"c={s:+.0f}U, p0={s * f} ulp(2^-{tout})", [s * f * ulp], s * U)
                 bd.add("output_rounding", f"c=0, p0={s:+.0f}U, p1={s * f} ulp(2^-{tout})", [s * U, s * f * ulp], 0.0)
     # zero exponent (generalises mmaformal.hw.zero_probes): c = +-0, p0 = 2^e0, p1 = -2^-j
-    for e0 in sorted({ev + 2, ev + 10, -70, -21, -10, eu - 4}):
-        if e0 < ev or e0 > eu:
+    pmin = fa.emin + bd.fb.emin
+    for e0 in sorted({ev + 2, ev + 10, fd.emin - 14, -70, -21, -10, eu - 4}):
+        if e0 < pmin or e0 > eu:
             continue
         for d in range(1, 44):
             for c0 in (0.0, -0.0):
-                for m0 in (1.0, 1.5):
+                for m0 in ((1.0, 1.5) if d < 30 else (1.0,)):
                     bd.add("zero_exp", f"c={c0}, p0={m0}*2^{e0}, p1=-2^{e0 - d}",
                            [m0 * 2.0 ** e0, -(2.0 ** (e0 - d))], c0)
     # normalization: subnormal x normal products
@@ -263,6 +264,7 @@ def build_probes(ins: isa.Instruction) -> _Builder:
         bd.add("zero_sign", f"p0=1, p1=-1, c={c0}", [1.0, -1.0], c0)
         bd.add("zero_sign", f"p0=-0 (a=-0, b=+1), c={c0}", [-0.0], c0)
         bd.add("zero_sign", f"all products +0, c={c0}", [], c0)
+        bd.add("zero_sign", f"all products -0 (a=-0, b=+1), c={c0}", [-0.0] * bd.ins.k, c0)
         bd.add("zero_sign", f"c={c0}, p0=U, p1=-U", [U, -U], c0)
     return bd
 
@@ -308,7 +310,10 @@ _FEATURE_MUTANTS = {
         [{"mode": m} for m in ("RZ", "RNE") if p.get("mode") != m] if "mode" in p else []),
     "zero_exp": lambda p, ins, th: [{"zero_exp": z} for z in ("excluded", "field", -133, -21) if "zero_exp" in p and z != p["zero_exp"]],
     "out_of_range": lambda p, ins, th: [{"overflow": o} for o in ("ieee", "inf", "saturate") if "overflow" in p and o != p["overflow"]],
-    "specials": lambda p, ins, th: [{"nan": n} for n in ("default", "propagate", 0x7FFFFFFF, 0x7FC00000, 0x7FFF, 0x7E00) if "nan" in p and n != p["nan"]],
+    "specials": lambda p, ins, th: [{"nan": n} for n in (
+        (("default", "propagate") if th.op in ("fma_chain", "e_fdpa", "ftz_addmul") else ())
+        + ((0x7FFFFFFF, 0x7FC00000) if ins.d == "f32" else (0x7FFF, 0x7E00) if ins.d in ("f16", "bf16") else ()))
+        if "nan" in p and n != p["nan"]],
     "zero_sign": lambda p, ins, th: [{"zero_sign": z} for z in ("ieee", "positive") if "zero_sign" in p and z != p["zero_sign"]],
 }
 
