@@ -290,3 +290,30 @@ def test_cli_json(small, tmp_path, capsys):
     assert rc == 0 and out["status"] == "identified"
     assert out["queries"] == len(out["evidence"]) <= 64
     assert all(e["oracle"].startswith("0x") for e in out["evidence"])
+
+
+def test_static_merges_agree_concretely():
+    """family.canonical_key's static identities, checked on inputs: T-FDPA with a fixed zero
+    exponent below every term exponent equals "excluded"; overflow "ieee" equals "inf" under
+    RNE; a zero exponent inside the range (bf16: -133) is not merged."""
+    from mmaformal import isa
+    cases = [(F16, {"zero_exp": -133}, {"zero_exp": "excluded"}, True),
+             ("sm90/mma.m16n8k16.f16.f16.f16.f16", {"overflow": "ieee"}, {"overflow": "inf"}, True),
+             ("sm90/mma.m16n8k16.f16.f16.f16.f16", {"zero_exp": -133}, {"zero_exp": "excluded"}, True),
+             (BF16_, {"zero_exp": -133}, {"zero_exp": "excluded"}, False)]
+    for name, x, y, merged in cases:
+        ins = isa.lookup(name)
+        base = _theory.resolve(name)
+        tx, ty = base.replace(**x), base.replace(**y)
+        assert (_family.canonical_key(tx) == _family.canonical_key(ty)) == merged, (name, x)
+        if merged:
+            rng = np.random.default_rng(7)
+            batch = _infer.Batch.concat([_infer._random(ins, k, 300, rng)
+                                         for k in ("subnormal", "special", "overflow", "bits", "sparse")])
+            from mmaformal.query.distinguish import Model
+            vx = _infer.evaluate(Model("x", tx, tx, {}), batch)
+            vy = _infer.evaluate(Model("y", ty, ty, {}), batch)
+            assert np.array_equal(vx, vy), (name, x)
+
+
+BF16_ = "sm90/mma.m16n8k16.f32.bf16.bf16.f32"

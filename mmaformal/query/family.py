@@ -146,7 +146,8 @@ class Candidate:
 
     def spec(self) -> dict:
         return {"label": self.label, "structure": self.structure, "point": self.point,
-                "instruction": self.model.ins.name, "describe": self.model.describe()}
+                "instruction": self.model.ins.name, "describe": self.model.describe(),
+                "same_by_construction": list(self.same)}
 
 
 def _value(name: str, v: Any, ins: isa.Instruction) -> Any:
@@ -165,7 +166,13 @@ def _value(name: str, v: Any, ins: isa.Instruction) -> Any:
 def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
     """What a bound theory computes, with the static identities applied: L = min(K, L);
     tf32_round only with tf32 operands; convert to the operands' own format is no conversion;
-    nan = "default" is the default NaN code of the output format (an int)."""
+    nan = "default" is the default NaN code of the output format (an int); for T-FDPA,
+    overflow = "ieee" is "inf" under an RNE/RNA output conversion (fp.round_to sends RNE/RNA
+    overflow to Inf in both), and a fixed zero-term exponent below the exponent of every
+    possible nonzero term (products: emin_a + emin_b; c and chained accumulators: emin of
+    their formats) is "excluded" (mma._emax: a zero term then never sets e_max, and when every
+    term is zero the sum is zero whatever e_max is). tests/test_infer.py checks these merges
+    concretely on random, special and subnormal-heavy inputs."""
     ins = t.instr
     p = dict(t.params)
     conv = t.convert if t.convert and not (t.convert == ins.a == ins.b) else ""
@@ -174,6 +181,17 @@ def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
     if p.get("nan") == "default":
         from .. import fp
         p["nan"] = fp.default_nan(fp.fmt(ins.d))
+    if t.op == "t_fdpa" and "rho" in p:
+        from .. import fp
+        rfmt, mode, store = mma.rho_of(p["rho"])
+        if p.get("overflow") == "ieee" and mode in ("RNE", "RNA"):
+            p["overflow"] = "inf"          # fp.round_to: RNE/RNA overflow goes to Inf either way
+        z = p.get("zero_exp")
+        if isinstance(z, int) and not isinstance(z, bool):
+            fa, fb = fp.fmt(conv or ins.a), fp.fmt(conv or ins.b)
+            lowest = min(fa.emin + fb.emin, fp.fmt(ins.c).emin, store.emin)
+            if z < lowest:                 # below every nonzero term's exponent: a zero term
+                p["zero_exp"] = "excluded"  # never sets e_max (mma._zero_key / _emax)
     L = min(ins.k, t.L) if t.L is not None else None
     key = [("model", t.model), ("op", t.op), ("L", L), ("convert", conv),
            ("k_order", t.k_order), ("accumulate", t.accumulate), ("align", "RD" if rd else "RZ")]

@@ -198,7 +198,8 @@ def build_probes(ins: isa.Instruction) -> _Builder:
                 bd.add("output_rounding", f"c=0, p0={s:+.0f}U, p1={s * f} ulp(2^-{tout})", [s * U, s * f * ulp], 0.0)
     # zero exponent (generalises mmaformal.hw.zero_probes): c = +-0, p0 = 2^e0, p1 = -2^-j
     pmin = fa.emin + bd.fb.emin
-    for e0 in sorted({ev + 2, ev + 10, fd.emin - 14, -70, -21, -10, eu - 4}):
+    for e0 in sorted({ev + 2, ev + 10, fd.emin - 14, fd.emin - fd.t, fd.emin - fd.t - 2, -70,
+                      -21, -10, eu - 4}):
         if e0 < pmin or e0 > eu:
             continue
         for d in range(1, 44):
