@@ -317,3 +317,24 @@ def test_static_merges_agree_concretely():
 
 
 BF16_ = "sm90/mma.m16n8k16.f32.bf16.bf16.f32"
+
+
+def test_hw_campaign_script_with_faked_runner(small, tmp_path, monkeypatch):
+    """bench/infer_hw_campaign.py end to end, the runner faked by the primary theories."""
+    import importlib.util
+    from pathlib import Path
+    from mmaformal.hw import runner
+    from mmaformal.simulate import simulate
+    monkeypatch.setattr(runner, "available", lambda: (True, ""))
+    monkeypatch.setattr(runner, "device_info", lambda: {"name": "fake"})
+    monkeypatch.setattr(runner, "run", lambda name, a, b, c, **kw: simulate(name, a, b, c))
+    path = Path(__file__).resolve().parent.parent / "bench" / "infer_hw_campaign.py"
+    spec = importlib.util.spec_from_file_location("infer_hw_campaign", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fam = tmp_path / "small.toml"
+    rc = mod.main(["--out", str(tmp_path / "out"), "--space", str(fam), "--instr", F16,
+                   "--timeout", "10", "--solver-budget", "20"])
+    summ = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert rc == 0 and summ["rows"][0]["agrees_with_theory"], summ
+    assert list((tmp_path / "out" / "infer").glob("*.json"))
