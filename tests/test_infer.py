@@ -300,6 +300,7 @@ def test_static_merges_agree_concretely():
     cases = [(F16, {"zero_exp": -133}, {"zero_exp": "excluded"}, True),
              ("sm90/mma.m16n8k16.f16.f16.f16.f16", {"overflow": "ieee"}, {"overflow": "inf"}, True),
              ("sm90/mma.m16n8k16.f16.f16.f16.f16", {"zero_exp": -133}, {"zero_exp": "excluded"}, True),
+             ("sm90/mma.m16n8k32.f32.e4m3.e4m3.f32", {"nan": 0x7FC00000}, {"nan": 0x7FFFFFFF}, True),
              (BF16_, {"zero_exp": -133}, {"zero_exp": "excluded"}, False)]
     for name, x, y, merged in cases:
         ins = isa.lookup(name)

@@ -171,7 +171,8 @@ def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
     overflow to Inf in both), and a fixed zero-term exponent below the exponent of every
     possible nonzero term (products: emin_a + emin_b; c and chained accumulators: emin of
     their formats) is "excluded" (mma._emax: a zero term then never sets e_max, and when every
-    term is zero the sum is zero whatever e_max is). tests/test_infer.py checks these merges
+    term is zero the sum is zero whatever e_max is); with accumulate = "add" the NaN code of
+    the chain is replaced by the final IEEE addition's. tests/test_infer.py checks these merges
     concretely on random, special and subnormal-heavy inputs."""
     ins = t.instr
     p = dict(t.params)
@@ -192,6 +193,9 @@ def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
             lowest = min(fa.emin + fb.emin, fp.fmt(ins.c).emin, store.emin)
             if z < lowest:                 # below every nonzero term's exponent: a zero term
                 p["zero_exp"] = "excluded"  # never sets e_max (mma._zero_key / _emax)
+    if t.accumulate == "add" and "nan" in p:
+        p.pop("nan")                       # theory.dot: the final IEEE add replaces any NaN of
+                                           # the chain by its own code (mma.NVIDIA_NAN)
     L = min(ins.k, t.L) if t.L is not None else None
     key = [("model", t.model), ("op", t.op), ("L", L), ("convert", conv),
            ("k_order", t.k_order), ("accumulate", t.accumulate), ("align", "RD" if rd else "RZ")]
