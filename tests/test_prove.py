@@ -156,6 +156,38 @@ def test_bound_k4_decomposed_with_twin():
     assert res["twin"]["status"] == "sat" and res["twin"]["verdict"] == "refuted"
 
 
+TR = "gfx942/v_mfma_f32_16x16x8_xf32"          # TR-FDPA, L = 4, two blocks
+
+
+def test_bound_tr_tail_lemmas_and_their_twins():
+    """CDNA3 TR-FDPA: the lemmas at the interface (T, em) of the fused sum and the TR tail
+    hold; stated with F + 2 on the F-grid model (or F on the F-2 model) the tail's c lemma or
+    a term lemma fails."""
+    m = D.resolve(TR)
+    lem = X.bound_lemmas(X.structure(m))
+    kinds = {lm.name.split(".", 1)[1] for lm in lem}
+    assert {"bnd.emlow", "bnd.tailE", "bnd.tailT", "bnd.tailc", "bnd.tailsum", "bnd.flags",
+            "bnd.raise", "bnd.special", "bnd.out"} <= kinds
+    for lm in lem:
+        if lm.name.startswith("block1.") and not lm.name.endswith(".out"):
+            assert D.check(lm.text, "bitwuzla", 120).status == "unsat", lm.name
+    F = m.theory.param_dict["F"]
+    over = {lm.name: lm for lm in X.bound_lemmas(X.structure(m), F_claim=F + 2)}
+    assert D.check(over["block1.bnd.tailc"].text, "bitwuzla", 120).status == "sat"
+    assert D.check(over["block1.bnd.term0"].text, "bitwuzla", 120).status == "sat"
+    with pytest.raises(X.NotDecomposable, match="not a T-FDPA-family fused sum"):
+        X.symmetry_lemmas(X.structure(m))           # TR symmetry stays monolithic (refuted)
+
+
+@pytest.mark.slow
+def test_bound_tr_fdpa_decomposed_with_twin():
+    res = P.prove_bound(D.resolve("gfx942/v_mfma_f32_32x32x8_f16"), timeout=600, backends=FAST,
+                        rounds=1, method="decomposed")
+    assert res["status"] == "proved" and res["method"] == "decomposed"
+    assert res["combination"] == X.COMBINATION_BOUND_TR
+    assert res["twin"]["verdict"] == "refuted"
+
+
 # ---- solver plumbing ---------------------------------------------------------------------------
 
 def test_cache_dedups_by_canonical_text():

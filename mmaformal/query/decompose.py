@@ -38,6 +38,14 @@ Combination: s(u_1) ~ -u_1 (sym.* of block 1); s(u_j) = B_j(s x_j, s u_{j-1}) ~ 
 -u_{j-1}) (cong.*, induction) = s(B_j(x_j, u_{j-1})) ~ -u_j (sym.* of block j); the final
 addition likewise; ~ is an equivalence relation and respects negation.
 
+The error bound of seed 002 Table 9 (`bound_lemmas`): per block, the fused sum's bnd.emax and
+bnd.term (each aligned term is its value truncated to units 2^(E-F)) and the output
+conversion's bnd.out; T-FDPA chains convert S 2^(E-F) (COMBINATION_BOUND). TR-FDPA chains
+(CDNA3, Algorithm 10) are cut once more, at the fused sum's (T, em): the tail's RD
+alignments of T (to F2 bits) and of c (to F bits) at E = max(em, e_c), their wrap-free sum
+S, and the RNE-FP32 conversion of S 2^(E-F2) are lemmas of their own (bnd.tail*,
+COMBINATION_BOUND_TR).
+
 May import: mmaformal.query.distinguish (models, solver, cache), mmaformal.mma/fp/bits, z3.
 """
 from __future__ import annotations
@@ -131,6 +139,7 @@ class Block:
     S: BV | None = None
     conv: dict | None = None
     sp: dict | None = None
+    tr: dict | None = None       # TR-FDPA: the tail (E, Tp, sc) after the fused sum
 
 
 @dataclasses.dataclass
@@ -145,6 +154,7 @@ class Structure:
 
 
 _FDPA_TAIL_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa")
+_TR_OPS = ("tr_fdpa",)          # a fused sum, then the TR tail (mma._tr_tail), then rho
 
 
 def traced_dot(m: Model):
@@ -160,10 +170,10 @@ def structure(m: Model) -> Structure:
     """Evaluate m's dot product symbolically with the trace on and split it into blocks."""
     K, inp, out, notes = traced_dot(m)
     st = Structure(m, K, inp, out, [], None)
-    if m.theory.model != "fdpa" or m.theory.op not in _FDPA_TAIL_OPS:
+    if m.theory.model != "fdpa" or m.theory.op not in _FDPA_TAIL_OPS + _TR_OPS:
         st.why = f"op {m.theory.op} is not a T-FDPA-family fused sum"
         return st
-    out_fmt = mma.rho_of(m.theory.param_dict["rho"])[2].name
+    out_fmt = "f32" if m.theory.op in _TR_OPS else mma.rho_of(m.theory.param_dict["rho"])[2].name
     cur = None
     for label, v in notes:
         if label == "block":
@@ -186,6 +196,8 @@ def structure(m: Model) -> Structure:
             cur.sp = v
         elif label == "block_out":
             cur.out = v
+        elif label == "tr_tail":
+            cur.tr = v
         elif label == "accumulate_add":
             st.acc = v
         elif label in ("convert_operands", "k_order", "chain"):
@@ -222,6 +234,8 @@ def symmetry_lemmas(st: Structure) -> list[Lemma]:
     if st.why:
         raise NotDecomposable(st.why)
     m, K, inp = st.model, st.K, st.inp
+    if m.theory.op in _TR_OPS:
+        raise NotDecomposable(f"op {m.theory.op} is not a T-FDPA-family fused sum")
     ins = m.ins
     fa, fc = ins.a, ins.c
     # the negation map on the inputs (b and the scales are not negated)
@@ -396,15 +410,126 @@ COMBINATION_BOUND = (
     "a_k b_k - d_n = sum_j (X_j - d_j), so the error is at most the sum of the block bounds.")
 
 
+def _bnd_fused(tag: str, m: Model, blk: Block, cut: list, F: int, Fm: int, sf) -> tuple[list, int, int]:
+    """bnd.emax and bnd.term<i> of one block's fused sum (accumulator cut `cut`), after
+    checking that its sum S is the wrap-free sum of the aligned terms. Returns (lemmas, the
+    bound sum_t 2^mw_t > |S|, the bound Vmax >= e_max)."""
+    import z3
+    th = m.theory
+    E = _sub(blk.fs["e_max"].v, cut)
+    es = [_sub(e.v, cut) for e in blk.fs["e"]]
+    al = [_sub(x.v, cut) for x in blk.aligned]
+    terms = blk.fs["terms"]
+    w = blk.S.w
+    lemmas = []
+    # -- E is at least every nonzero term's exponent
+    zs = [_sub(t.zero.v, cut) for t in terms]
+    fa_, fb_ = (fp.fmt(th.convert or f) for f in (m.ins.a, m.ins.b))
+    Vmax = max(fa_.emax + fb_.emax, fp.fmt(blk.fc).emax, sf.emax) + 2
+    lemmas.append(Lemma(f"{tag}.bnd.emax", f"e_max is at least the exponent of every nonzero "
+                        f"term and at most {Vmax}",
+                        [z3.Not(z3.And(E <= Vmax, *[z3.Implies(z3.Not(zt), E >= et)
+                                                    for zt, et in zip(zs, es)]))]))
+    # -- each term: truncation error below one unit 2^(E-F) (E cut to V)
+    V = z3.BitVec("E_", E.size())
+    total = 0
+    for i, (t, a_t, e_t) in enumerate(zip(terms, al, es)):
+        A = _sub(a_t, [(E, V)])
+        sig = _sub(t.sig.v, cut)
+        sign, zero = _sub(t.sign.v, cut), _sub(t.zero.v, cut)
+        inf, nan = _sub(t.inf.v, cut), _sub(t.nan.v, cut)
+        ls, rs = max(0, Fm - t.fb), max(0, t.fb - Fm)
+        mw = t.sig.w + ls - rs
+        total += 1 << mw
+        # units 2^(e_t - fb - K0): the term is sig << K0, A (grid 2^(V-Fm)) is
+        # A << (d + fb - Fm + K0), the claimed unit 2^(V-F) is 1 << (d + fb - F + K0)
+        K0 = max(0, max(Fm, F) - t.fb)
+        Dmax = t.sig.w + max(Fm, F) + 2
+        SH = Dmax + t.fb - min(Fm, F) + K0
+        WW = max(w + SH, t.sig.w + K0) + 4
+        ew = E.size() + 2
+        d = z3.SignExt(2, V) - z3.SignExt(2, e_t)
+        ext = lambda x: z3.ZeroExt(WW - ew, x) if WW > ew else x
+        shA = ext(d + (t.fb - Fm + K0))
+        shU = ext(d + (t.fb - F + K0))
+        As = z3.SignExt(WW - w, A) << shA
+        Xu = z3.ZeroExt(WW - t.sig.w, sig) << K0
+        Xs = z3.If(sign, -Xu, Xu)
+        unit = z3.BitVecVal(1, WW) << shU
+        diff = Xs - As
+        small = z3.And(diff < unit, diff > -unit)
+        claim = z3.And(A < (1 << mw), A > -(1 << mw),
+                       z3.Implies(zero, A == 0),
+                       z3.Implies(z3.Not(zero), z3.And(
+                           z3.Implies(d > Dmax, A == 0),
+                           z3.Implies(d <= Dmax, small))))
+        hyp = [z3.Not(inf), z3.Not(nan), z3.Implies(z3.Not(zero), V >= e_t), V <= Vmax]
+        lemmas.append(Lemma(f"{tag}.bnd.term{i}", "an aligned term is the value truncated to "
+                            "units 2^(E-F): error below one unit (any E >= e_t)",
+                            hyp + [z3.Not(claim)]))
+    if total >= 1 << (w - 1):
+        raise NotDecomposable(f"{tag}: the sum of aligned terms may wrap around")
+    A_ = [z3.BitVec(f"A{t}_", w) for t in range(len(al))]
+    if not free_vars(_sub(_sub(blk.S.v, cut), list(zip(al, A_)))) <= {f"A{t}_" for t in range(len(al))}:
+        raise NotDecomposable(f"{tag}: S is not a function of the aligned terms")
+    return lemmas, total, Vmax
+
+
+def _bnd_out(tag: str, K, out, S, E, N, P, Q, Z, w: int, Fc: int, rf, sf, r_half: bool) -> Lemma:
+    """bnd.out: the output conversion of S 2^(E - Fc) (with its special values) errs by at
+    most r ulp of a finite, non-overflowing output (S, E, flags cut)."""
+    import z3
+    Sv, Ev = z3.BitVec("S_", w), z3.BitVec("E_", E.size())
+    Nv, Pv, Qv, Zv = (z3.Bool(n) for n in ("N_", "P_", "Q_", "Z_"))
+    G = _sub(out, [(S, Sv), (E, Ev), (N, Nv), (P, Pv), (Q, Qv), (Z, Zv)])
+    left = free_vars(G) - {"S_", "E_", "N_", "P_", "Q_", "Z_"}
+    if left:
+        raise NotDecomposable(f"{tag}: the output is not a function of (S, E, flags)")
+    g = _bv(K, G, sf.storage)
+    ug = fp.decode(sf, g)
+    tt = rf.t
+    mag = g.extract(sf.pad + sf.k - 2, sf.pad)
+    hyp = [z3.Not(Nv), z3.Not(Pv), z3.Not(Qv), z3.Not(ug.nan.v), z3.Not(ug.inf.v),
+           (mag != (rf.max_code << rf.pad) >> sf.pad).v]
+    ewo = max(Ev.size(), ug.exp.w) + 4
+    e0 = z3.SignExt(ewo - Ev.size(), Ev) - Fc       # the model converts S 2^(E - Fc)
+    low = e0 < sf.emin - tt - w - 2
+    high = e0 > sf.emax + 1
+    WO = 2 * (w + tt) + 24
+    Su = z3.SignExt(WO - w, Sv) << (tt + 2)
+    eg = z3.SignExt(ewo - ug.exp.w, ug.exp.v)
+    shg = eg - e0 + 2
+    sigR = z3.LShR(ug.sig.v, sf.t - tt) if sf.t > tt else ug.sig.v
+    sigR_w = z3.ZeroExt(WO - sigR.size(), sigR)
+    shgW = z3.ZeroExt(WO - ewo, shg)
+    Gu = z3.If(ug.sign.v, -(sigR_w << shgW), sigR_w << shgW)
+    ulp = z3.BitVecVal(1, WO) << shgW
+    allow = z3.LShR(ulp, 1) if r_half else ulp
+    dd = Su - Gu
+    main = z3.And(shg >= 1, shg <= tt + w + 6, dd <= allow, dd >= -allow)
+    if sf.t > tt:
+        main = z3.And(main, z3.Extract(sf.t - tt - 1, 0, ug.sig.v) == 0)
+    claim = z3.And(z3.Implies(Sv == 0, ug.zero.v),
+                   z3.Implies(z3.And(Sv != 0, low), ug.zero.v),
+                   z3.Implies(z3.And(Sv != 0, high), z3.BoolVal(False)),
+                   z3.Implies(z3.And(Sv != 0, z3.Not(low), z3.Not(high)), main))
+    return Lemma(f"{tag}.bnd.out", f"the output conversion errs by at most "
+                 f"{'1/2' if r_half else '1'} ulp of a finite, non-overflowing output",
+                 hyp + [z3.Not(claim)])
+
+
 def bound_lemmas(st: Structure, F_claim: int | None = None) -> list[Lemma]:
-    """Lemmas of the Table 9 bound for a T-FDPA chain (fused accumulator)."""
+    """Lemmas of the Table 9 bound for a T-FDPA or TR-FDPA chain (fused accumulator)."""
     import z3
     if st.why:
         raise NotDecomposable(st.why)
-    m, K, inp = st.model, st.K, st.inp
+    m, K = st.model, st.K
     th = m.theory
+    if th.op in _TR_OPS and st.acc is None:
+        return _bound_lemmas_tr(st, F_claim)
     if th.op != "t_fdpa" or st.acc is not None:
-        raise NotDecomposable("the bound decomposition takes t_fdpa chains with a fused accumulator")
+        raise NotDecomposable("the bound decomposition takes t_fdpa and tr_fdpa chains with a "
+                              "fused accumulator")
     p = th.param_dict
     rf, mode, sf = mma.rho_of(p["rho"])
     r_half = mode == "RNE"
@@ -416,65 +541,10 @@ def bound_lemmas(st: Structure, F_claim: int | None = None) -> list[Lemma]:
         tag = f"block{j}"
         wD = fp.fmt(blk.fc).storage
         cut_D = [(prev_out.v, z3.BitVec("D_", wD))] if prev_out is not None else []
-        E = _sub(blk.fs["e_max"].v, cut_D)
-        es = [_sub(e.v, cut_D) for e in blk.fs["e"]]
-        al = [_sub(x.v, cut_D) for x in blk.aligned]
-        S = _sub(blk.S.v, cut_D)
-        N, P, Q = (_sub(blk.sp[k].v, cut_D) for k in ("nan", "pinf", "ninf"))
-        Z = _sub(blk.conv["zero_sign"].v, cut_D)
-        out = _sub(blk.out.v, cut_D)
+        fused, _, _ = _bnd_fused(tag, m, blk, cut_D, F, Fm, sf)
+        lemmas += fused
         terms = blk.fs["terms"]
-        w = blk.S.w
-        # -- E is at least every nonzero term's exponent
-        zs = [_sub(t.zero.v, cut_D) for t in terms]
-        fa_, fb_ = (fp.fmt(th.convert or f) for f in (m.ins.a, m.ins.b))
-        Vmax = max(fa_.emax + fb_.emax, fp.fmt(blk.fc).emax, sf.emax) + 2
-        lemmas.append(Lemma(f"{tag}.bnd.emax", f"e_max is at least the exponent of every nonzero "
-                            f"term and at most {Vmax}",
-                            [z3.Not(z3.And(E <= Vmax, *[z3.Implies(z3.Not(zt), E >= et)
-                                                        for zt, et in zip(zs, es)]))]))
-        # -- each term: truncation error below one unit 2^(E-F) (E cut to V)
-        V = z3.BitVec("E_", E.size())
-        total = 0
-        for i, (t, a_t, e_t) in enumerate(zip(terms, al, es)):
-            A = _sub(a_t, [(E, V)])
-            sig = _sub(t.sig.v, cut_D)
-            sign, zero = _sub(t.sign.v, cut_D), _sub(t.zero.v, cut_D)
-            inf, nan = _sub(t.inf.v, cut_D), _sub(t.nan.v, cut_D)
-            ls, rs = max(0, Fm - t.fb), max(0, t.fb - Fm)
-            mw = t.sig.w + ls - rs
-            total += 1 << mw
-            # units 2^(e_t - fb - K0): the term is sig << K0, A (grid 2^(V-Fm)) is
-            # A << (d + fb - Fm + K0), the claimed unit 2^(V-F) is 1 << (d + fb - F + K0)
-            K0 = max(0, max(Fm, F) - t.fb)
-            Dmax = t.sig.w + max(Fm, F) + 2
-            SH = Dmax + t.fb - min(Fm, F) + K0
-            WW = max(w + SH, t.sig.w + K0) + 4
-            ew = E.size() + 2
-            d = z3.SignExt(2, V) - z3.SignExt(2, e_t)
-            ext = lambda x: z3.ZeroExt(WW - ew, x) if WW > ew else x
-            shA = ext(d + (t.fb - Fm + K0))
-            shU = ext(d + (t.fb - F + K0))
-            As = z3.SignExt(WW - w, A) << shA
-            Xu = z3.ZeroExt(WW - t.sig.w, sig) << K0
-            Xs = z3.If(sign, -Xu, Xu)
-            unit = z3.BitVecVal(1, WW) << shU
-            diff = Xs - As
-            small = z3.And(diff < unit, diff > -unit)
-            claim = z3.And(A < (1 << mw), A > -(1 << mw),
-                           z3.Implies(zero, A == 0),
-                           z3.Implies(z3.Not(zero), z3.And(
-                               z3.Implies(d > Dmax, A == 0),
-                               z3.Implies(d <= Dmax, small))))
-            hyp = [z3.Not(inf), z3.Not(nan), z3.Implies(z3.Not(zero), V >= e_t), V <= Vmax]
-            lemmas.append(Lemma(f"{tag}.bnd.term{i}", "an aligned term is the value truncated to "
-                                "units 2^(E-F): error below one unit (any E >= e_t)",
-                                hyp + [z3.Not(claim)]))
-        if total >= 1 << (w - 1):
-            raise NotDecomposable(f"{tag}: the sum of aligned terms may wrap around")
-        A_ = [z3.BitVec(f"A{t}_", w) for t in range(len(al))]
-        if not free_vars(_sub(S, list(zip(al, A_)))) <= {f"A{t}_" for t in range(len(al))}:
-            raise NotDecomposable(f"{tag}: S is not a function of the aligned terms")
+        N, P, Q = (_sub(blk.sp[k].v, cut_D) for k in ("nan", "pinf", "ninf"))
         # -- finite inputs take the finite path
         fin = []
         for t in terms:
@@ -482,43 +552,160 @@ def bound_lemmas(st: Structure, F_claim: int | None = None) -> list[Lemma]:
         lemmas.append(Lemma(f"{tag}.bnd.flags", "finite terms raise no NaN/Inf flag",
                             fin + [z3.Not(z3.And(z3.Not(N), z3.Not(P), z3.Not(Q)))]))
         # -- the output conversion: error at most r ulp of a finite, non-overflowing output
-        Sv, Ev = z3.BitVec("S_", w), z3.BitVec("E_", E.size())
-        Nv, Pv, Qv, Zv = (z3.Bool(n) for n in ("N_", "P_", "Q_", "Z_"))
-        G = _sub(out, [(S, Sv), (E, Ev), (N, Nv), (P, Pv), (Q, Qv), (Z, Zv)])
-        left = free_vars(G) - {"S_", "E_", "N_", "P_", "Q_", "Z_"}
-        if left:
-            raise NotDecomposable(f"{tag}: the output is not a function of (S, E, flags)")
-        g = _bv(K, G, sf.storage)
-        ug = fp.decode(sf, g)
-        tt = rf.t
-        mag = g.extract(sf.pad + sf.k - 2, sf.pad)
-        hyp = [z3.Not(Nv), z3.Not(Pv), z3.Not(Qv), z3.Not(ug.nan.v), z3.Not(ug.inf.v),
-               (mag != (rf.max_code << rf.pad) >> sf.pad).v]
-        ewo = max(Ev.size(), ug.exp.w) + 4
-        e0 = z3.SignExt(ewo - Ev.size(), Ev) - Fm       # the model converts S 2^(E - Fm)
-        low = e0 < sf.emin - tt - w - 2
-        high = e0 > sf.emax + 1
-        WO = 2 * (w + tt) + 24
-        Su = z3.SignExt(WO - w, Sv) << (tt + 2)
-        eg = z3.SignExt(ewo - ug.exp.w, ug.exp.v)
-        shg = eg - e0 + 2
-        sigR = z3.LShR(ug.sig.v, sf.t - tt) if sf.t > tt else ug.sig.v
-        sigR_w = z3.ZeroExt(WO - sigR.size(), sigR)
-        shgW = z3.ZeroExt(WO - ewo, shg)
-        Gu = z3.If(ug.sign.v, -(sigR_w << shgW), sigR_w << shgW)
-        ulp = z3.BitVecVal(1, WO) << shgW
-        allow = z3.LShR(ulp, 1) if r_half else ulp
-        dd = Su - Gu
-        main = z3.And(shg >= 1, shg <= tt + w + 6, dd <= allow, dd >= -allow)
-        if sf.t > tt:
-            main = z3.And(main, z3.Extract(sf.t - tt - 1, 0, ug.sig.v) == 0)
-        claim = z3.And(z3.Implies(Sv == 0, ug.zero.v),
-                       z3.Implies(z3.And(Sv != 0, low), ug.zero.v),
-                       z3.Implies(z3.And(Sv != 0, high), z3.BoolVal(False)),
-                       z3.Implies(z3.And(Sv != 0, z3.Not(low), z3.Not(high)), main))
-        lemmas.append(Lemma(f"{tag}.bnd.out", f"the output conversion errs by at most "
-                            f"{'1/2' if r_half else '1'} ulp of a finite, non-overflowing output",
-                            hyp + [z3.Not(claim)]))
+        lemmas.append(_bnd_out(tag, K, _sub(blk.out.v, cut_D), _sub(blk.S.v, cut_D),
+                               _sub(blk.fs["e_max"].v, cut_D), N, P, Q,
+                               _sub(blk.conv["zero_sign"].v, cut_D), blk.S.w, Fm, rf, sf, r_half))
+        prev_out = blk.out
+    if not st.out.v.eq(prev_out.v):
+        raise NotDecomposable("the output is not the last block's output")
+    return lemmas
+
+
+COMBINATION_BOUND_TR = (
+    "per block j (TR-FDPA, seed 002 Algorithm 10; c_1 = c, c_j = d_(j-1); n = L products): "
+    "bnd.special and bnd.raise: a finite d_j means no NaN/Inf flag, so no product overflowed "
+    "and c_j is finite (bnd.flags: then the finite path is taken); bnd.emax and bnd.term as for "
+    "T-FDPA give |sum of products - T 2^(em-F)| < n 2^(em-F) (each nonzero product errs by "
+    "less than 2^(em-F), a zero one by 0; |T| < sum_t 2^mw_t, checked syntactically); "
+    "bnd.emax, bnd.emlow and bnd.tailE: em and E lie in the ranges the tail lemmas assume, "
+    "E >= em, and E >= the exponent of a nonzero c_j; bnd.tailT: 0 <= T 2^(em-F) - Tp 2^(E-F2) < 2^(E-F2), and = 0 when "
+    "E = em; bnd.tailc: 0 <= c_j - sc 2^(E-F) < 2^(E-F); bnd.tailsum: S = Tp + sc 2^(F2-F) "
+    "without wrap-around; bnd.out: |S 2^(E-F2) - d_j| <= 1/2 ulp(d_j). If E = em the block "
+    "errs by less than n 2^(E-F) + 2^(E-F) + 1/2 ulp(d_j); if E > em, by less than "
+    "n 2^(E-1-F) + 2^(E-F2) + 2^(E-F) + 1/2 ulp(d_j) <= (n+1) 2^(E-F) + 1/2 ulp(d_j), since "
+    "2^(E-F2) <= (n/2) 2^(E-F) (F2 > F). Telescoping over the blocks as for T-FDPA.")
+
+
+def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
+    """The Table 9 bound lemmas of a TR-FDPA chain: the fused sum as for T-FDPA, then the TR
+    tail (mma._tr_tail) at the interface (T, em): the RD alignments of T and c at E, their
+    wrap-free sum S, and the RNE-FP32 conversion of S 2^(E-F2). See COMBINATION_BOUND_TR."""
+    import z3
+    m, K, inp = st.model, st.K, st.inp
+    p = m.theory.param_dict
+    rf, mode, sf = mma.rho_of("RNE-FP32")
+    Fm, F2 = p["F"], p["F2"]
+    F = Fm if F_claim is None else F_claim
+    if p.get("align_round", "RD") != "RD":
+        raise NotDecomposable("the TR bound lemmas take align_round = RD")
+    fc = fp.fmt("f32")
+    tc = fc.t
+    lemmas: list[Lemma] = []
+    prev_out = None
+    for j, blk in enumerate(st.blocks):
+        tag = f"block{j}"
+        if blk.tr is None or blk.fs is None:
+            raise NotDecomposable(f"{tag}: no TR tail in the trace")
+        if blk.fc != "f32":
+            raise NotDecomposable(f"{tag}: the TR bound lemmas take an f32 accumulator")
+        cut_D = [(prev_out.v, z3.BitVec("D_", fc.storage))] if prev_out is not None else []
+        cbits = z3.BitVec("D_", fc.storage) if prev_out is not None else inp.c.v
+        fused, total, Vmax = _bnd_fused(tag, m, blk, cut_D, F, Fm, sf)
+        lemmas += fused
+        tr = blk.tr
+        T, em = _sub(tr["T"].v, cut_D), _sub(tr["e_max"].v, cut_D)
+        Et, Tp, sc = (_sub(tr[k].v, cut_D) for k in ("E", "Tp", "sc"))
+        S2 = _sub(blk.conv["S"].v, cut_D)
+        N, P, Q = (_sub(blk.sp[k].v, cut_D) for k in ("nan", "pinf", "ninf"))
+        Z = _sub(blk.conv["zero_sign"].v, cut_D)
+        out = _sub(blk.out.v, cut_D)
+        uc = fp.decode(fc, _bv(K, cbits, fc.storage))
+        cfin = [z3.Not(uc.nan.v), z3.Not(uc.inf.v)]
+        wT, ew_f, ew = T.size(), em.size(), Et.size()
+        Tv, emv, Ev = z3.BitVec("T_", wT), z3.BitVec("em_", ew_f), z3.BitVec("E_", ew)
+        cut_T = [(T, Tv), (em, emv)]
+        emw = z3.SignExt(ew - ew_f, emv)
+        # -- flags: finite terms and c raise none; a flag gives a non-finite output; a
+        #    non-finite product or c raises one
+        terms = blk.fs["terms"]
+        tfin = []
+        for t in terms:
+            tfin += [z3.Not(_sub(t.inf.v, cut_D)), z3.Not(_sub(t.nan.v, cut_D))]
+        lemmas.append(Lemma(f"{tag}.bnd.flags", "finite terms and c raise no NaN/Inf flag",
+                            tfin + cfin + [z3.Or(N, P, Q)]))
+        lemmas.append(Lemma(f"{tag}.bnd.raise", "a non-finite product or c raises a flag",
+                            [z3.Not(z3.And(*(tfin + cfin))), z3.Not(z3.Or(N, P, Q))]))
+        Nv, Pv, Qv = (z3.Bool(n) for n in ("N_", "P_", "Q_"))
+        G = _sub(out, [(N, Nv), (P, Pv), (Q, Qv)])
+        ug = fp.decode(sf, _bv(K, G, sf.storage))
+        lemmas.append(Lemma(f"{tag}.bnd.special", "a NaN/Inf flag gives a NaN or Inf output",
+                            [z3.Or(Nv, Pv, Qv), z3.Not(z3.Or(ug.nan.v, ug.inf.v))]))
+        # -- the fused e_max is at least the zero-term key (exponent ranges of the cuts)
+        emlo = -(1 << (ew_f - 3))
+        lemmas.append(Lemma(f"{tag}.bnd.emlow", f"e_max >= {emlo}", [em < emlo]))
+        # -- the tail's E: at least em and the exponent of a nonzero c, at most Vmax
+        Et_c = _sub(Et, cut_T)
+        if not free_vars(Et_c) <= {"em_"} | free_vars(cbits):
+            raise NotDecomposable(f"{tag}: the tail's E is not a function of (em, c)")
+        ecw = z3.SignExt(ew - uc.exp.w, uc.exp.v)
+        lemmas.append(Lemma(f"{tag}.bnd.tailE", f"the tail aligns at E >= em and >= the "
+                            f"exponent of a nonzero c, E <= {Vmax}",
+                            cfin + [emv <= Vmax, emv >= emlo,
+                                    z3.Not(z3.And(Et_c >= emw, Et_c <= Vmax,
+                                                  z3.Implies(z3.Not(uc.zero.v), Et_c >= ecw)))]))
+        rng = [emv <= Vmax, emv >= emlo, Ev <= Vmax]
+        # -- Tp = RD_F2(T 2^(em-F)) at E: 0 <= T 2^(em-F) - Tp 2^(E-F2) < 2^(E-F2)
+        Tp_c = _sub(_sub(Tp, cut_T), [(_sub(Et, cut_T), Ev)])
+        if not free_vars(Tp_c) <= {"T_", "em_", "E_"}:
+            raise NotDecomposable(f"{tag}: Tp is not a function of (T, em, E)")
+        k2 = F2 - Fm
+        Dm = k2 + total.bit_length() + 1
+        WW = wT + k2 + Dm + 8
+        ewd = ew + 2
+        d = z3.SignExt(2, Ev) - z3.SignExt(2, emw)
+        dW = z3.SignExt(WW - ewd, d) if WW > ewd else d
+        Xt = z3.SignExt(WW - wT, Tv) << (z3.BitVecVal(k2 + Dm, WW) - dW)
+        Yt = z3.SignExt(WW - Tp_c.size(), Tp_c) << Dm
+        bT = (total << max(k2, 0)) + 1
+        claimT = z3.And(Tp_c <= bT, Tp_c >= -bT,
+                        z3.Implies(d <= Dm, z3.And(Xt - Yt >= 0, Xt - Yt < (1 << Dm),
+                                                   z3.Implies(d == 0, Xt == Yt))),
+                        z3.Implies(d > Dm, Tp_c == z3.If(Tv < 0, z3.BitVecVal(-1, Tp_c.size()),
+                                                         z3.BitVecVal(0, Tp_c.size()))))
+        lemmas.append(Lemma(f"{tag}.bnd.tailT", "T is aligned at E rounding down to units "
+                            "2^(E-F2): error in [0, 2^(E-F2)), none when E = em (any E >= em)",
+                            rng + [Tv < total, Tv > -total, Ev >= emw, z3.Not(claimT)]))
+        # -- sc = RD_F(c) at E: 0 <= c - sc 2^(E-Fm) < 2^(E-F)
+        sc_c = _sub(sc, [(Et, Ev)])
+        if not free_vars(sc_c) <= {"E_"} | free_vars(cbits):
+            raise NotDecomposable(f"{tag}: sc is not a function of (c, E)")
+        G0 = max(0, tc - Fm)
+        Dc = Fm + G0 + 2
+        if F > Fm + Dc + G0:
+            raise NotDecomposable(f"{tag}: F_claim {F} is out of range")
+        wsc = sc_c.size()
+        WC = wsc + tc + Dc + G0 + 8
+        dc = z3.SignExt(2, Ev) - z3.SignExt(2, ecw)
+        dcW = z3.SignExt(WC - ewd, dc)
+        Cu = z3.ZeroExt(WC - uc.sig.w, uc.sig.v) << (z3.BitVecVal(Fm - tc + G0 + Dc, WC) - dcW)
+        Cs = z3.If(uc.sign.v, -Cu, Cu)
+        Yc = z3.SignExt(WC - wsc, sc_c) << (Dc + G0)
+        unit = 1 << (Dc + G0 + Fm - F)
+        bc = 1 << (tc + 2 + max(Fm - tc, 0))
+        claimC = z3.And(sc_c <= bc, sc_c >= -bc,
+                        z3.Implies(uc.zero.v, sc_c == 0),
+                        z3.Implies(z3.And(z3.Not(uc.zero.v), dc <= Dc),
+                                   z3.And(Cs - Yc >= 0, Cs - Yc < unit)),
+                        z3.Implies(z3.And(z3.Not(uc.zero.v), dc > Dc),
+                                   sc_c == z3.If(uc.sign.v, z3.BitVecVal(-1, wsc),
+                                                 z3.BitVecVal(0, wsc))))
+        lemmas.append(Lemma(f"{tag}.bnd.tailc", f"c is aligned at E rounding down to units "
+                            f"2^(E-{Fm}): error in [0, 2^(E-F)) (any E >= its exponent)",
+                            cfin + [Ev <= Vmax, z3.Implies(z3.Not(uc.zero.v), Ev >= ecw),
+                                    z3.Not(claimC)]))
+        # -- S = Tp + sc 2^(F2-F), without wrap-around
+        Tpv, scv = z3.BitVec("Tp_", Tp.size()), z3.BitVec("sc_", sc.size())
+        S2_c = _sub(S2, [(Tp, Tpv), (sc, scv)])
+        if not free_vars(S2_c) <= {"Tp_", "sc_"}:
+            raise NotDecomposable(f"{tag}: S is not a function of (Tp, sc)")
+        WS = max(S2.size(), Tp.size(), sc.size() + k2) + 4
+        ext = lambda x: z3.SignExt(WS - x.size(), x)
+        lemmas.append(Lemma(f"{tag}.bnd.tailsum", "S = Tp + sc 2^(F2-F) exactly",
+                            [Tpv <= bT, Tpv >= -bT, scv <= bc, scv >= -bc,
+                             z3.Not(ext(S2_c) == ext(Tpv) + (ext(scv) << k2))]))
+        # -- the output conversion of S 2^(E-F2)
+        lemmas.append(_bnd_out(tag, K, out, S2, Et, N, P, Q, Z, S2.size(), F2, rf, sf,
+                               mode == "RNE"))
         prev_out = blk.out
     if not st.out.v.eq(prev_out.v):
         raise NotDecomposable("the output is not the last block's output")

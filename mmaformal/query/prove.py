@@ -739,7 +739,8 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
                 res = outcome("proved", claim, [m], _now() - t0,
                               ",".join(sorted({p["solver"] for p in parts})),
                               method="decomposed", parts=parts,
-                              combination=_dec.COMBINATION_BOUND, _texts=texts)
+                              combination=(_dec.COMBINATION_BOUND_TR if m.theory.op == "tr_fdpa"
+                                           else _dec.COMBINATION_BOUND), _texts=texts)
                 res["query_sha256"] = sha256(text)
                 res["seconds"] = round(_now() - t0, 3)
                 res["twin"] = _bound_twin(m, solver, timeout, backends)
