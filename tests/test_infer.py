@@ -236,7 +236,7 @@ def test_overlay_sharing():
         ins = isa.lookup(name)
         cands, _ = fam.candidates(ins)
         rng = np.random.default_rng(1)
-        batch = _infer.Batch.concat([_infer._random(ins, k, 200, rng)
+        batch = _infer.Batch.concat([_infer._random(ins, k, 80, rng)
                                      for k in ("special", "overflow", "bits", "sparse", "cancel")])
         groups = {}
         for c in cands:
