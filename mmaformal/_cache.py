@@ -12,7 +12,9 @@ parsing and checking every table (~100 ms).
 Invariant: a cached value is returned only when every input file is byte-identical to the one
 it was built from; ``build()`` errors are never cached (they propagate, so a malformed table
 still fails with its own message); an unreadable, corrupt or unwritable cache is ignored
-(the value is built). ``MMAFORMAL_TABLE_CACHE=0`` turns the cache off.
+(the value is built). ``MMAFORMAL_TABLE_CACHE=0`` turns the cache off. Of each tag, the
+KEEP most recently written values are kept (older contents are deleted when a new one is
+written), so editing the tables does not fill the folder.
 """
 from __future__ import annotations
 
@@ -24,7 +26,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-__all__ = ["cache_dir", "cached", "files_key"]
+__all__ = ["cache_dir", "cached", "files_key", "KEEP"]
+
+#: values kept per tag
+KEEP = 8
 
 
 def cache_dir() -> Path:
@@ -72,4 +77,16 @@ def cached(tag: str, files: Iterable[Path | str], build: Callable[[], Any]) -> A
                 os.unlink(tmp)
             except OSError:
                 pass
+        return value
+    _prune(path.parent, tag)
     return value
+
+
+def _prune(d: Path, tag: str) -> None:
+    """Delete all but the KEEP newest values of tag (another process may race: ignore it)."""
+    try:
+        olds = sorted(d.glob(f"{tag}_*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for p in olds[KEEP:]:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass

@@ -104,6 +104,17 @@ def test_cached_reuses_rebuilds_and_never_caches_errors(tmp_path, monkeypatch):
     assert len(calls) == n + 1
 
 
+def test_cached_keeps_the_newest_values_of_a_tag(tmp_path, monkeypatch):
+    monkeypatch.setenv("MMAFORMAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MMAFORMAL_TABLE_CACHE", raising=False)
+    src = tmp_path / "t.toml"
+    for i in range(_cache.KEEP + 3):
+        src.write_text(f"x = {i}\n")
+        assert _cache.cached("p", [src], lambda: i) == i
+    assert len(list((tmp_path / "cache").glob("p_*.pickle"))) == _cache.KEEP
+    assert _cache.cached("p", [src], lambda: "rebuilt") == _cache.KEEP + 2   # the newest kept
+
+
 def test_cached_catalog_and_theories_equal_fresh_loads(tmp_path):
     env = dict(os.environ, MMAFORMAL_CACHE=str(tmp_path))
     env.pop("MMAFORMAL_TABLE_CACHE", None)
