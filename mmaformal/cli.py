@@ -24,7 +24,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 __all__ = ["main"]
 
@@ -181,37 +180,18 @@ def _theory_row(ts, t) -> dict:
 # simulate
 
 
-def _load_npy(path: str, what: str):
-    import numpy as np
-    try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"{what}: no such file {path!r}") from None
-    except Exception as e:  # not an .npy file, pickled data, truncated file ...
-        raise ValueError(f"{what}: cannot read {path!r} as .npy ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-
-
 def _cmd_simulate(args) -> int:
-    import numpy as np
     from . import isa
     from . import theory as T
-    from .simulate import simulate
+    from .simulate import load_npy, save_npy, simulate
     ins = isa.lookup(args.instr)
     th = T.default().resolve(ins, args.theory)
-    A = _load_npy(args.a, "--a")
-    B = _load_npy(args.b, "--b")
-    C = _load_npy(args.c, "--c")
-    SA = _load_npy(args.scale_a, "--scale-a") if args.scale_a else None
-    SB = _load_npy(args.scale_b, "--scale-b") if args.scale_b else None
+    A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
+    SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
     t0 = time.perf_counter()
     D = simulate(ins, A, B, C, SA, SB, theory=th)
     dt = time.perf_counter() - t0
-    out = Path(args.out)
-    try:
-        np.save(out, D)
-    except OSError as e:
-        raise ValueError(f"--out: cannot write {args.out!r}: {e.strerror or e}") from None
-    written = str(out) if out.suffix == ".npy" else str(out) + ".npy"
+    written = save_npy(args.out, D)
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
             "shape": list(D.shape), "dtype": D.dtype.name, "dot_products": int(D.size),
             "seconds": round(dt, 6)}
@@ -420,7 +400,7 @@ _MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaform
 
 def main(argv=None) -> int:
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(argv).parse_args(argv)
         if args.verb in _MODULE_VERBS:
             import importlib
             return importlib.import_module(_MODULE_VERBS[args.verb]).run(args)

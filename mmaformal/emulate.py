@@ -520,38 +520,20 @@ def add_parser(subparsers) -> Any:
     return q
 
 
-def _load(path: str | None, what: str):
-    if path is None:
-        return None
-    try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"{what}: no such file {path!r}") from None
-    except Exception as e:  # noqa: BLE001 (not .npy, pickled, truncated ...)
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ValueError(f"{what}: cannot read {path!r} as .npy ({first})") from None
-
-
 def run(args) -> int:
     """The ``emulate`` verb. Bad input raises ValueError (the cli prints one line, exit 2)."""
     import json
-    from pathlib import Path
+    from .simulate import load_npy, save_npy
     ins = isa.lookup(args.instr)
     th = _theory.default().resolve(ins, args.theory)
-    A, B = _load(args.a, "--a"), _load(args.b, "--b")
-    C = _load(args.c, "--c")
-    SA, SB = _load(args.scale_a, "--scale-a"), _load(args.scale_b, "--scale-b")
+    A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
+    SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
     be = _backend(args.backend)
     t0 = time.perf_counter()
     D = matmul(A, B, C, ins, split_k=args.split_k, theory=th, backend=be, pad_k=args.pad_k,
                scale_a=SA, scale_b=SB, threads=args.threads)
     dt = time.perf_counter() - t0
-    out = Path(args.out)
-    try:
-        np.save(out, D)
-    except OSError as e:
-        raise ValueError(f"--out: cannot write {args.out!r}: {e.strerror or e}") from None
-    written = str(out) if out.suffix == ".npy" else str(out) + ".npy"
+    written = save_npy(args.out, D)
     M, N = D.shape
     K = np.asarray(A).shape[-1]
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,

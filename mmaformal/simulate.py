@@ -38,7 +38,7 @@ from .bits import INT, NUMPY
 from .isa import Instruction
 
 __all__ = ["simulate", "as_bits", "storage_dtype", "value_of", "bits_of", "decimal",
-           "parse_value", "DEFAULT_CHUNK"]
+           "parse_value", "load_npy", "save_npy", "DEFAULT_CHUNK"]
 
 #: Lanes (dot products) per numpy pass: large enough to amortise the per-operation Python
 #: overhead, small enough that the peak memory stays ~100-200 MB whatever the input size.
@@ -303,6 +303,34 @@ def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
     else:
         for t0 in starts:
             part(t0)
+
+
+# --------------------------------------------------------------------------------------------
+# .npy files of the verbs (simulate, emulate): bad files are one-line ValueErrors
+
+
+def load_npy(path: str | None, what: str):
+    """The array in a .npy file (None for no path); `what` names the option in messages."""
+    if path is None:
+        return None
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{what}: no such file {path!r}") from None
+    except Exception as e:  # not an .npy file, pickled data, truncated file ...
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"{what}: cannot read {path!r} as .npy ({first})") from None
+
+
+def save_npy(path: str, D: np.ndarray) -> str:
+    """Write D to path (--out) as numpy does (.npy appended when missing); the path written."""
+    from pathlib import Path
+    out = Path(path)
+    try:
+        np.save(out, D)
+    except OSError as e:
+        raise ValueError(f"--out: cannot write {path!r}: {e.strerror or e}") from None
+    return str(out) if out.suffix == ".npy" else str(out) + ".npy"
 
 
 # --------------------------------------------------------------------------------------------
