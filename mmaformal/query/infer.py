@@ -382,13 +382,14 @@ def pool_chunks(ins: isa.Instruction, seed: int = 0):
     from . import probes
     rng = np.random.default_rng(seed)
     reg, spec = probes.dot_probes(ins)
-    n = len(reg)
+    n = len(reg) if reg is not None else 0
     first = np.arange(0, n, 8)                     # a sample of the probes first: most
     rest = np.setdiff1d(np.arange(n), first)       # candidates die in the first queries
     yield Batch.concat([_random(ins, k, 8, rng) for k in _REGULAR])
-    yield Batch.concat([reg.take(first)] + [_random(ins, k, 24, rng) for k in _REGULAR])
-    yield reg.take(rest)
-    yield Batch.concat([spec] + [_random(ins, k, 48, rng) for k in _IRREGULAR])
+    yield Batch.concat(([reg.take(first)] if n else []) + [_random(ins, k, 24, rng) for k in _REGULAR])
+    if len(rest):
+        yield reg.take(rest)
+    yield Batch.concat(([spec] if spec is not None else []) + [_random(ins, k, 48, rng) for k in _IRREGULAR])
     for r in range(6):
         n = 128 << min(r, 3)
         yield Batch.concat([_random(ins, k, n, rng) for k in _REGULAR + _IRREGULAR])

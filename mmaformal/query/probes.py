@@ -287,13 +287,13 @@ def _batch(ins, rows, feature):
 
 
 def dot_probes(ins: isa.Instruction):
-    """(regular, special) Batches of the dot-product probes (independence excluded)."""
+    """(regular, special) Batches of the dot-product probes (independence excluded); None
+    where no probe is exact in the instruction's formats (e.g. e2m1)."""
     from .infer import Batch
     bd = build_probes(ins)
-    reg = [_batch(ins, bd.rows[f], f) for f in FEATURES if f not in _SPECIAL_FEATURES]
-    spec = [_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES]
-    return (Batch.concat([x for x in reg if x is not None]),
-            Batch.concat([x for x in spec if x is not None]))
+    reg = [x for x in (_batch(ins, bd.rows[f], f) for f in FEATURES if f not in _SPECIAL_FEATURES) if x]
+    spec = [x for x in (_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES) if x]
+    return (Batch.concat(reg) if reg else None), (Batch.concat(spec) if spec else None)
 
 
 # --------------------------------------------------------------------------------------------
