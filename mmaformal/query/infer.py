@@ -116,7 +116,12 @@ class Batch:
     @classmethod
     def from_witness(cls, w: Witness, ins: isa.Instruction, tag: str = "") -> "Batch":
         st = lambda f: _UINT[fp.fmt(f).storage]
+        # a solver witness may set the unused high bits of an fp6/fp4 byte: keep the format's
+        # bits only (the design's raw-bit form; survivors are re-evaluated on what is asked)
+        mk = lambda f: (1 << (fp.fmt(f).k + fp.fmt(f).pad)) - 1
         w = w.padded(ins.k, ins.k // ins.scale_block if ins.scale else 0)
+        w = Witness(w.fa, w.fb, w.fc, [x & mk(ins.a) for x in w.a], [x & mk(ins.b) for x in w.b],
+                    w.c & mk(ins.c), w.fs, w.scale_a, w.scale_b)
         return cls(np.array([w.a], dtype=st(ins.a)), np.array([w.b], dtype=st(ins.b)),
                    np.array([w.c], dtype=st(ins.c)),
                    np.array([w.scale_a], dtype=np.uint8) if w.scale_a else None,
@@ -371,6 +376,11 @@ def _scales(ins, n, rng, spread=3):
 def _random(ins, klass: str, n: int, rng) -> Batch:
     from ..classes import generate
     a, b, c = generate(klass, ins.a, ins.b, ins.c, ins.k, n, rng)
+
+    def fit(x, f):          # narrow formats (fp6/fp4) live in the low bits of their byte
+        F = fp.fmt(f)
+        return x & np.asarray((1 << (F.k + F.pad)) - 1, dtype=x.dtype) if F.k + F.pad < F.storage else x
+    a, b, c = fit(a, ins.a), fit(b, ins.b), fit(c, ins.c)
     sa, sb = _scales(ins, n, rng)
     return Batch(a, b, c, sa, sb, [f"class:{klass}"] * n)
 
