@@ -8,6 +8,17 @@ mmaformal's side with another rounding mode; the same query must then be SAT.
 
     python3 -m mmaformal.query.ieee [--ops add,mul,fma] [--formats f16,bf16] [--modes ...]
                                     [--solver bitwuzla] [--timeout S] [--save]
+                                    [--split --jobs N]
+
+`--split` proves a claim by cases (for f16 fma, where one monolithic query ran out of time:
+bitwuzla said unknown after 540 s on each of the five modes): x0 and x1 are written as
+concat(sign, exponent field, trailing significand), a bijection, and each of the 2^(2w) cases
+fixes both exponent fields to constants (`define-fun`), so the solver's rewriter folds the
+hidden bits and the two multipliers become one term. The cases cover every input by
+construction; every case must be UNSAT. A pair with a subnormal operand (exponent field 0) is
+refined by the position of that significand's leading one (`refine`), which makes the
+normalization shift a constant as well. Per-case verdicts are kept in
+proofs/ieee/split/NAME.progress.json, so an interrupted run resumes.
 
 May import: mmaformal.bits, mmaformal.fp, mmaformal.query.solvers/store, z3.
 """
@@ -16,15 +27,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import inspect
+import json
+import multiprocessing as mp
 import sys
+import time
 from pathlib import Path
 
 from .. import fp
 from ..bits import Z3Backend
-from .solvers import Result, solve, to_smt2
-from .store import read_proofs, sha256, write_proof
+from .solvers import Result, solve, solve_smt2, solver_version, to_smt2
+from .store import PROOFS, read_proofs, sha256, write_proof
 
-__all__ = ["query", "prove", "TWIN_MODE", "depends"]
+__all__ = ["query", "prove", "TWIN_MODE", "depends", "template", "case_query", "prove_split"]
 
 OPS = ("add", "mul", "fma")
 MODES = ("RNE", "RNA", "RZ", "RU", "RD")
@@ -32,9 +46,7 @@ MODES = ("RNE", "RNA", "RZ", "RU", "RD")
 TWIN_MODE = {"RNE": "RZ", "RNA": "RNE", "RZ": "RNE", "RU": "RD", "RD": "RU"}
 
 
-def query(op: str, fname: str, mode: str, mine_mode: str | None = None) -> str:
-    """SMT-LIB2 text asserting that fp.<op> (rounding with mine_mode, default mode) differs
-    from the SMT-LIB FP theory's <op> rounding with mode."""
+def _build(op: str, fname: str, mode: str, mine_mode: str | None, split: bool) -> str:
     import z3
     if op not in OPS:
         raise ValueError(f"unknown operation {op!r}; expected one of {', '.join(OPS)}")
@@ -42,12 +54,88 @@ def query(op: str, fname: str, mode: str, mine_mode: str | None = None) -> str:
     K = Z3Backend()
     n = 3 if op == "fma" else 2
     xs = [K.var(f"x{i}", f.storage) for i in range(n)]
+    if split:   # x0, x1 as (sign, exponent field, trailing significand): a bijection
+        xs[:2] = [K.lift(z3.Concat(z3.BitVec(f"s{i}", 1), z3.BitVec(f"e{i}", f.w),
+                                   z3.BitVec(f"m{i}", f.t)), f.storage) for i in range(2)]
     mine = getattr(fp, op)(f, *xs, mode=mine_mode or mode).v
     S = z3.FPSort(f.w, f.p)
     rm = {"RNE": z3.RNE(), "RNA": z3.RNA(), "RZ": z3.RTZ(), "RU": z3.RTP(), "RD": z3.RTN()}[mode]
     fx = [z3.fpBVToFP(x.v, S) for x in xs]
     ref = {"add": z3.fpAdd, "mul": z3.fpMul, "fma": z3.fpFMA}[op](rm, *fx)
     return to_smt2([z3.Not(ref == z3.fpBVToFP(mine, S))])
+
+
+def query(op: str, fname: str, mode: str, mine_mode: str | None = None) -> str:
+    """SMT-LIB2 text asserting that fp.<op> (rounding with mine_mode, default mode) differs
+    from the SMT-LIB FP theory's <op> rounding with mode."""
+    return _build(op, fname, mode, mine_mode, split=False)
+
+
+def template(op: str, fname: str, mode: str, mine_mode: str | None = None) -> str:
+    """The same claim over (s0, e0, m0, s1, e1, m1, x2...): x0 and x1 split into their fields."""
+    return _build(op, fname, mode, mine_mode, split=True)
+
+
+def case_query(tmpl: str, fname: str, e0: int, e1: int, lead0=None, lead1=None) -> str:
+    """The template with both exponent fields fixed (declare-fun -> define-fun). For a zero
+    exponent field, lead_i refines further: "z" (trailing significand 0) or j (its leading one
+    at bit j: m_i = concat(0...0, 1, r_i) with r_i free of j bits), so that the shift that
+    normalizes a subnormal operand is a constant too; None leaves m_i free."""
+    f = fp.fmt(fname)
+    out = tmpl
+
+    def define(name, width, body):
+        nonlocal out
+        decl = f"(declare-fun {name} () (_ BitVec {width}))"
+        if out.count(decl) != 1:
+            raise ValueError(f"template has no single declaration of {name}")
+        out = out.replace(decl, body)
+    for i, (e, lead) in enumerate(((e0, lead0), (e1, lead1))):
+        define(f"e{i}", f.w, f"(define-fun e{i} () (_ BitVec {f.w}) (_ bv{e} {f.w}))")
+        if lead is None:
+            continue
+        if e != 0:
+            raise ValueError("only a zero exponent field is refined")
+        if lead == "z":
+            define(f"m{i}", f.t, f"(define-fun m{i} () (_ BitVec {f.t}) (_ bv0 {f.t}))")
+        elif 0 <= lead < f.t:
+            top = f"(_ bv1 {f.t - lead})"        # zeros, then the leading one
+            body = top if lead == 0 else f"(concat {top} r{i})"
+            decl_r = f"(declare-fun r{i} () (_ BitVec {lead}))" if lead else ""
+            define(f"m{i}", f.t, f"{decl_r}(define-fun m{i} () (_ BitVec {f.t}) {body})")
+        else:
+            raise ValueError(f"lead {lead!r} out of range")
+    return out
+
+
+def cases(fname: str) -> list[tuple[int, int]]:
+    """Every pair of exponent fields: together they cover every input."""
+    n = 1 << fp.fmt(fname).w
+    return [(e0, e1) for e0 in range(n) for e1 in range(n)]
+
+
+def refine(fname: str, e0: int, e1: int) -> list[tuple]:
+    """The sub-cases of a pair: each zero exponent field split by the position of the leading
+    one of its trailing significand (or none): together they cover the pair."""
+    leads = ["z"] + list(range(fp.fmt(fname).t))
+    l0 = leads if e0 == 0 else [None]
+    l1 = leads if e1 == 0 else [None]
+    return [(e0, e1, a, b) for a in l0 for b in l1]   # case_query / case_key argument order
+
+
+def case_key(e0: int, e1: int, lead0=None, lead1=None) -> str:
+    return f"{e0}{'' if lead0 is None else '.' + str(lead0)},{e1}{'' if lead1 is None else '.' + str(lead1)}"
+
+
+def _pair_status(prog: dict, fname: str, e0: int, e1: int) -> str | None:
+    """unsat if the pair is proved whole or by all of its sub-cases; sat if any is sat."""
+    whole = prog.get(case_key(e0, e1), {}).get("status")
+    subs = [prog.get(case_key(*c), {}).get("status") for c in refine(fname, e0, e1)]
+    if whole == "sat" or "sat" in subs:
+        return "sat"
+    if whole == "unsat" or (len(subs) > 1 and all(x == "unsat" for x in subs)):
+        return "unsat"
+    return None
 
 
 def depends() -> dict[str, str]:
@@ -75,6 +163,80 @@ def prove(op: str, fname: str, mode: str, solver: str = "bitwuzla", timeout: flo
     return r, twin
 
 
+def _case_worker(args):
+    text, solver, timeout, key = args
+    r = solve_smt2(text, solver, timeout)
+    return key, r.status, round(r.seconds, 3)
+
+
+def prove_split(op: str, fname: str, mode: str, solver: str = "bitwuzla",
+                timeout: float | None = 600, save: bool = False, jobs: int = 0,
+                log=None) -> tuple[Result, Result | None]:
+    """Prove the claim case by case (`cases`); resumable through the progress file. The
+    result is UNSAT only when every case is; a SAT case is a counterexample to the claim."""
+    name = f"{op}-{fname}-{mode}"
+    tmpl = template(op, fname, mode)
+    tsha = sha256(tmpl)
+    prog_path = PROOFS / "ieee" / "split" / f"{name}.progress.json"
+    prog = {}
+    if prog_path.exists():
+        old = json.loads(prog_path.read_text())
+        if old.get("template_sha256") == tsha and old.get("solver") == solver:
+            prog = old["cases"]
+    todo = []
+    for e0, e1 in cases(fname):
+        if _pair_status(prog, fname, e0, e1) == "unsat":
+            continue
+        for c in refine(fname, e0, e1):
+            if prog.get(case_key(*c), {}).get("status") != "unsat":
+                todo.append((case_query(tmpl, fname, *c), solver, timeout, case_key(*c)))
+    t0 = time.perf_counter()
+
+    def flush():
+        prog_path.parent.mkdir(parents=True, exist_ok=True)
+        prog_path.write_text(json.dumps({"claim": claim_text(op, fname, mode),
+                                         "template_sha256": tsha, "solver": solver,
+                                         "solver_version": solver_version(solver),
+                                         "cases": dict(sorted(prog.items()))}, indent=0) + "\n")
+    with mp.get_context("fork").Pool(jobs or mp.cpu_count()) as pool:
+        for i, (key, status, sec) in enumerate(pool.imap_unordered(_case_worker, todo), 1):
+            prog[key] = {"status": status, "seconds": sec}
+            if log:
+                log(f"{name} case {key}: {status} {sec:.1f}s ({i}/{len(todo)})")
+            if i % 16 == 0 or status != "unsat":
+                flush()
+            if status == "sat":
+                break
+    flush()
+    statuses = [_pair_status(prog, fname, e0, e1) for e0, e1 in cases(fname)]
+    total = sum(v["seconds"] for v in prog.values())
+    status = "unsat" if all(x == "unsat" for x in statuses) else \
+        "sat" if "sat" in statuses else "unknown"
+    r = Result(status, solver, solver_version(solver), total,
+               reason="" if status != "unknown" else f"{statuses.count('unsat')} of "
+               f"{len(statuses)} cases proved after {time.perf_counter() - t0:.0f} s")
+    twin = None
+    if status == "unsat":
+        twin = solve(query(op, fname, mode, mine_mode=TWIN_MODE[mode]), solver, timeout)
+        if save:
+            hard = max(((k, v) for k, v in prog.items() if v["status"] == "unsat"),
+                       key=lambda kv: kv[1]["seconds"])
+            d = PROOFS / "ieee"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{name}.template.smt2").write_text(tmpl)
+            write_proof("ieee", name, claim_text(op, fname, mode), query(op, fname, mode), r,
+                        f"the same with mmaformal rounding {TWIN_MODE[mode]} instead", twin,
+                        depends(), root=PROOFS, extra={"split": {
+                            "method": "x0, x1 = concat(sign, exponent field, trailing "
+                                      "significand); one case per pair of exponent fields, "
+                                      "fixed by define-fun in the template (ieee.case_query)",
+                            "cases": len(statuses), "queries": len(prog),
+                            "template": f"{name}.template.smt2",
+                            "template_sha256": tsha, "progress": f"split/{name}.progress.json",
+                            "max_case_seconds": hard[1]["seconds"], "hardest_case": hard[0]}})
+    return r, twin
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Prove fp.add/mul/fma equal to the SMT-LIB FP theory.")
     p.add_argument("--ops", default=",".join(OPS))
@@ -84,6 +246,9 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--save", action="store_true", help="store the proofs in proofs/ieee/")
     p.add_argument("--missing", action="store_true", help="only claims without a current stored proof")
+    p.add_argument("--split", action="store_true", help="prove by cases on the exponent fields of x0, x1")
+    p.add_argument("--jobs", type=int, default=0, help="parallel cases with --split (default: all cores)")
+    p.add_argument("--verbose", action="store_true", help="print every case with --split")
     a = p.parse_args(argv)
     have = {Path(path).stem: rec for path, rec in read_proofs("ieee")} if a.missing else {}
     ok = True
@@ -93,7 +258,11 @@ def main(argv=None) -> int:
                 name = f"{op}-{fname}-{mode}"
                 if name in have and have[name]["query_sha256"] == sha256(query(op, fname, mode)):
                     continue
-                r, twin = prove(op, fname, mode, a.solver, a.timeout, a.save)
+                if a.split:
+                    log = (lambda m: print(m, flush=True)) if a.verbose else None
+                    r, twin = prove_split(op, fname, mode, a.solver, a.timeout, a.save, a.jobs, log)
+                else:
+                    r, twin = prove(op, fname, mode, a.solver, a.timeout, a.save)
                 tw = f"twin {twin.status} {twin.seconds:.1f}s" if twin else ""
                 print(f"{name:16s} {r.status:8s} {r.seconds:7.1f}s {r.solver} {tw}", flush=True)
                 ok &= r.status == "unsat" and twin is not None and twin.status == "sat"

@@ -44,10 +44,11 @@ def sha256(text: str) -> str:
 
 
 def write_proof(group: str, name: str, claim: str, query: str, result: Result, twin_claim: str,
-                twin: Result, depends: dict[str, str], root: Path | None = None) -> Path:
+                twin: Result, depends: dict[str, str], root: Path | None = None,
+                extra: dict | None = None) -> Path:
     """Store a proof record. `result` must be UNSAT (the claim holds) and `twin` SAT (the
     mutated claim fails): a proof without a broken twin that the same query catches is not
-    stored."""
+    stored. `extra`: further fields (e.g. how a case split covers the claim)."""
     if result.status != "unsat":
         raise ValueError(f"{name}: not proved ({result.status}); only proofs are stored")
     if twin.status != "sat":
@@ -68,6 +69,7 @@ def write_proof(group: str, name: str, claim: str, query: str, result: Result, t
         "twin": {"claim": twin_claim, "verdict": "refuted", "solver": twin.solver,
                  "seconds": round(twin.seconds, 3), "witness": {k: hex(v) for k, v in twin.model.items()}},
     }
+    rec.update(extra or {})
     p = d / f"{name}.json"
     p.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
     return p
