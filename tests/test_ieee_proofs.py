@@ -20,11 +20,10 @@ from mmaformal.query.solvers import solve, solve_smt2
 from mmaformal.query.store import PROOFS, read_proofs, sha256
 
 CLAIMS = [f"{op}-{f}-{m}" for f in ("f16", "bf16") for op in ieee.OPS for m in ieee.MODES]
-#: Claims whose proof has not been obtained yet. strict: storing the proof makes these tests
-#: fail until the marker is removed. One monolithic f16 fma query is out of reach (bitwuzla:
-#: unknown after 540 s in each mode on a 16-core Xeon host, > 20 min here); produce them by
-#: cases: python3 -m mmaformal.query.ieee --formats f16 --ops fma --split --missing --save
-PENDING = {f"fma-f16-{m}" for m in ("RZ", "RNA")}
+#: Claims whose proof has not been obtained yet (none now). strict: storing a pending proof
+#: makes its tests fail until it is taken off this set. The f16 fma claims are proved by cases:
+#: python3 -m mmaformal.query.ieee --formats f16 --ops fma --split --missing --save
+PENDING: set[str] = set()
 
 
 def _records():
