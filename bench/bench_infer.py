@@ -79,7 +79,7 @@ def _fmt(r: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default="*", help="fnmatch pattern over theory ids")
+    p.add_argument("--only", default="*", help="fnmatch patterns over theory ids, comma-separated")
     p.add_argument("--timeout", type=float, default=60, help="seconds per solver call")
     p.add_argument("--solver-budget", type=float, default=120, help="solver seconds per theory")
     p.add_argument("--max-queries", type=int, default=64)
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     ts = _theory.default()
     groups: dict[str, list[str]] = {}
     for t in ts:
-        if fnmatch.fnmatch(t.id, a.only):
+        if any(fnmatch.fnmatch(t.id, pat) for pat in a.only.split(",")):
             groups.setdefault(ts.instructions_of(t.id)[0], []).append(t.id)
     print(f"# bench_infer: {sum(map(len, groups.values()))} theories on {len(groups)} instructions; "
           f"{platform.node()} {platform.processor() or platform.machine()}, "

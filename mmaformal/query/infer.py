@@ -58,8 +58,9 @@ import numpy as np
 from .. import fp, isa
 from ..bits import NUMPY
 from . import family as _family
-from .distinguish import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN,
-                          BadInput, InternalError, Model, Witness, _hex, build, resolve, search)
+from .distinguish import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN,
+                          BadInput, InternalError, Model, Witness, _hex, build, resolve, run_verb,
+                          search, verb_main)
 from .solvers import SOLVERS
 
 __all__ = ["Batch", "Oracle", "TheoryOracle", "FileOracle", "HwOracle", "make_oracle",
@@ -858,7 +859,7 @@ def exit_code(status: str) -> int:
 
 
 def run(args) -> int:
-    try:
+    def compute():
         if args.max_queries < 1:
             raise BadInput("--max-queries must be >= 1")
         fam = _family.get(args.space)
@@ -868,25 +869,14 @@ def run(args) -> int:
                     solver_budget=args.solver_budget)
         if args.save:
             res["saved"].append(str(save(res)))
-    except BadInput as e:
-        print(f"mmaformal infer: {e}", file=sys.stderr)
-        return EXIT_BAD
-    except InternalError as e:
-        print(f"mmaformal infer: internal error: {e}", file=sys.stderr)
-        return EXIT_INTERNAL
-    if args.json:
-        print(json.dumps(to_json(res), indent=1))
-    else:
-        print(render(res))
-    return exit_code(res["status"])
+        return res
+    return run_verb("infer", compute,
+                    lambda res: json.dumps(to_json(res), indent=1) if args.json else render(res),
+                    lambda res: exit_code(res["status"]))
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mmaformal")
-    sub = p.add_subparsers(dest="verb", required=True)
-    add_parser(sub)
-    args = p.parse_args(argv)
-    return args.func(args)
+    return verb_main(add_parser, argv)
 
 
 if __name__ == "__main__":
