@@ -114,14 +114,13 @@ def _check_param(name: str, v: Any) -> str | None:
         return None if v in ("excluded", "field") or _is_int(v) else \
             '"excluded", "field" or an int (a fixed exponent)'
     if name == "nan":
-        if _is_int(v) and v >= 0:
-            return None
         try:
-            fp.nan_policy(v) if isinstance(v, str) else fp.nan_policy("?")
-            return None
+            if (_is_int(v) and v >= 0) or (isinstance(v, str) and fp.nan_policy(v)):
+                return None
         except ValueError:
-            return ('"default", the NaN code as an int (e.g. 0x7FFFFFFF) or '
-                    '"propagate-ORDER[:CODE]" (e.g. "propagate-bca:0xFFF8000000000000")')
+            pass
+        return ('"default", the NaN code as an int (e.g. 0x7FFFFFFF) or '
+                '"propagate-ORDER[:CODE]" (e.g. "propagate-bca:0xFFF8000000000000")')
     if name == "overflow":
         return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
     if name == "zero_sign":

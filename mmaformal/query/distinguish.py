@@ -1064,10 +1064,11 @@ def add_common(q: argparse.ArgumentParser, save: str | None = None,
         q.add_argument("--replay", default=replay[0], metavar="BACKENDS", help=replay[1])
 
 
-def run_verb(verb: str, compute, show, exit_code) -> int:
-    """The CLI frame of a query verb: `compute()` gives a result, printed as `show(result)`,
-    exit status `exit_code(result)` (or an int: an exit status, `compute` printed its own
-    output); BadInput -> one line on stderr, exit 2; InternalError -> one line, exit 3."""
+def run_verb(verb: str, compute, exit_code, render, to_json, as_json: bool) -> int:
+    """The CLI frame of a query verb: `compute()` gives a result, printed as one JSON object
+    `to_json(result)` if `as_json`, else as `render(result)`; exit status `exit_code(result)`
+    (or an int: an exit status, `compute` printed its own output); BadInput -> one line on
+    stderr, exit 2; InternalError -> one line, exit 3."""
     try:
         res = compute()
     except BadInput as e:
@@ -1078,7 +1079,7 @@ def run_verb(verb: str, compute, show, exit_code) -> int:
         return EXIT_INTERNAL
     if isinstance(res, int):
         return res
-    print(show(res))
+    print(json.dumps(to_json(res), indent=1) if as_json else render(res))
     return exit_code(res)
 
 
@@ -1125,8 +1126,8 @@ def run(args) -> int:
                            args.save, args.instr, args.emit_smt2, args.obligations,
                            _backends(args.replay))
     return run_verb("distinguish", compute,
-                    lambda res: json.dumps(to_json(res), indent=1) if args.json else render(res),
-                    lambda res: EXIT_UNKNOWN if res["status"] == "unknown" else EXIT_OK)
+                    lambda res: EXIT_UNKNOWN if res["status"] == "unknown" else EXIT_OK,
+                    render, to_json, args.json)
 
 
 def main(argv=None) -> int:

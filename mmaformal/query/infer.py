@@ -870,9 +870,8 @@ def run(args) -> int:
         if args.save:
             res["saved"].append(str(save(res)))
         return res
-    return run_verb("infer", compute,
-                    lambda res: json.dumps(to_json(res), indent=1) if args.json else render(res),
-                    lambda res: exit_code(res["status"]))
+    return run_verb("infer", compute, lambda res: exit_code(res["status"]), render, to_json,
+                    args.json)
 
 
 def main(argv=None) -> int:

@@ -1044,9 +1044,7 @@ def run(args) -> int:
                 raise BadInput(f"unknown claim {args.claim!r}")
         return res
 
-    return run_verb("prove", compute,
-                    lambda res: json.dumps(public(res), indent=1) if args.json else render(res),
-                    lambda res: _exit(res["status"]))
+    return run_verb("prove", compute, lambda res: _exit(res["status"]), render, public, args.json)
 
 
 def main(argv=None) -> int:
