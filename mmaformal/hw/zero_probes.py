@@ -10,6 +10,10 @@ vanishing of p1 is visible after RNE-FP16.
 
 Each probe is one tile with the probe in row 0 / column 0 and zeros elsewhere; the file holds,
 per instruction, A, B, C and the j of each probe. May import numpy, mmaformal.classes, isa.
+
+This is the generator of the recorded H200 scan (counterexamples/hw/zero-exp-probes.npz), kept
+so that record stays reproducible; for new instructions use `mmaformal probes` (feature
+`zero_exp` of mmaformal.query.probes, the same method over any format and rival set).
 """
 from __future__ import annotations
 
