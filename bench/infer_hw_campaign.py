@@ -4,7 +4,8 @@
                                        [--max-queries 64] [--timeout 30] [--solver-budget 120]
 
 For each instruction (default: the sm90 mma.sync f16 -> f32, bf16 -> f32, tf32 -> f32 and
-f16 -> f16 forms, and fp8 e4m3 -> f32, which is two chained f16 HMMA halves) infer runs over the family with `hw:INSTR` as oracle (mmaformal.hw.runner:
+f16 -> f16 forms, and fp8 (e4m3 -> f32 k32 and k16, e4m3 -> f16, e5m2 -> f32), which is two
+chained f16 HMMA halves) infer runs over the family with `hw:INSTR` as oracle (mmaformal.hw.runner:
 one tile per query, the dot product in row 0 / column 0), then the identified class is
 compared with the instruction's primary theory in theories/ (equal canonical keys, or the
 primary theory survives in the final class). Writes DIR/<instruction>.json (infer's --json
@@ -35,6 +36,9 @@ DEFAULT = [
     "sm90/mma.m16n8k8.f32.tf32.tf32.f32",
     "sm90/mma.m16n8k16.f16.f16.f16.f16",
     "sm90/mma.m16n8k32.f32.e4m3.e4m3.f32",     # the two-HMMA-halves structure (SASS 2026-11-21)
+    "sm90/mma.m16n8k16.f32.e4m3.e4m3.f32",
+    "sm90/mma.m16n8k32.f16.e4m3.e4m3.f16",
+    "sm90/mma.m16n8k32.f32.e5m2.e5m2.f32",
 ]
 
 

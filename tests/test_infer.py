@@ -339,3 +339,43 @@ def test_hw_campaign_script_with_faked_runner(small, tmp_path, monkeypatch):
     summ = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert rc == 0 and summ["rows"][0]["agrees_with_theory"], summ
     assert list((tmp_path / "out" / "infer").glob("*.json"))
+
+
+HMMA_T = """
+[family]
+id = "hmma-conv"
+description = "test family: the conversion rules of the two-HMMA-halves chain"
+[family.domain]
+F = [25]
+L = ["K/2"]
+rho = ["RZ-FP32"]
+zero_exp = ["excluded"]
+nan = ["nvidia"]
+overflow = ["inf", "ieee"]
+zero_sign = ["positive", "ieee"]
+[[family.structure]]
+name = "hmma"
+model = "fdpa"
+op = "t_fdpa"
+convert = "f16"
+k_order = "mod4-pairs"
+accumulate = "add"
+operands = ["e4m3"]
+[family.structure.params]
+tf32_round = "RZ"
+"""
+
+
+def test_chain_conversion_variants_merged_by_decomposed_proofs(tmp_path):
+    """The zero-sign and overflow rules of the fp8 chain's blocks are unobservable; no input
+    separates them, the monolithic query times out, and the per-block lemmas prove them
+    equivalent: infer ends identified with all four in one class."""
+    p = tmp_path / "hmma.toml"
+    p.write_text(HMMA_T)
+    res = _infer.infer(_family.load(p), _infer.make_oracle("theory:sm90.mma-fp8.k16.f32.hmma"),
+                       timeout=60, validate=4)
+    assert res["status"] == "identified", res
+    assert len(res["classes"]) == 1 and len(res["classes"][0]) == 4
+    assert res["equivalences"] and all(e["method"] == "decomposed" and e["twin"] == "refuted"
+                                       for e in res["equivalences"])
+    assert all(l["status"] == "unsat" for e in res["equivalences"] for l in e["lemmas"])

@@ -118,3 +118,32 @@ def test_bad_input():
     assert cli(["probes", "no/such.instr", "--out", "/tmp/x"]) == 2
     assert cli(["probes", "sm100/tcgen05.mma.m64n8k32.block_scale.scale_vec::1X.f32.e4m3.e4m3.ue8m0",
                 "--out", "/tmp/x"]) == 2
+
+
+def _fp8_models(instr, labels):
+    from mmaformal import isa
+    from mmaformal.query import family as _family
+    cands, _ = _family.get("nvidia-t-fdpa").candidates(isa.lookup(instr))
+    by = {c.label: c.model for c in cands}
+    return [by[x] for x in labels]
+
+
+def test_fp8_probes_reach_large_F_and_renormalised_products():
+    """With fp8 operands only a large U reaches eps = U 2^-F for F > 25, and a cancelling pair
+    of subnormal x normal products with a tiny c tells a product's exponent field from its
+    leading one (fp8 read natively vs converted to f16 first): the probes separate both."""
+    from mmaformal import isa
+    from mmaformal.query.infer import evaluate
+    ins = isa.lookup("sm90/mma.m16n8k16.f16.e4m3.e4m3.f16")
+    reg, spec = probes.dot_probes(ins)
+    hm = "hmma-halves[F={},nan=0x7fff,overflow=ieee,rho=RNE-FP16,zero_sign=ieee]"
+    f25, f26, f28 = _fp8_models(ins.name, [hm.format(25), hm.format(26), hm.format(28)])
+    o25, o26, o28 = (evaluate(m, reg) for m in (f25, f26, f28))
+    assert (o25 != o26).any() and (o26 != o28).any()
+    native, conv = _fp8_models(ins.name, [
+        "t-fdpa[F=25,L=16,nan=0x7fff,overflow=ieee,rho=RNE-FP16,zero_exp=excluded,zero_sign=positive]",
+        "f16-t-fdpa[F=25,L=16,nan=0x7fff,overflow=ieee,rho=RNE-FP16,zero_sign=positive]"])
+    norm = [i for i, t in enumerate(spec.tags) if t.startswith("probe:normalization:") and "a1=-a0" in t]
+    assert norm
+    sub = spec.take(norm)
+    assert (evaluate(native, sub) != evaluate(conv, sub)).any()

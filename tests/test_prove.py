@@ -228,3 +228,44 @@ def test_bound_decomposition_twin_is_caught():
     lemmas = X.bound_lemmas(X.structure(tw), F_claim=23)
     status, parts = X.run_lemmas(lemmas, "bitwuzla", 120)
     assert status == "failed" and ".bnd.term" in parts[-1]["lemma"]
+
+
+# ---- equivalence of chains by per-block lemmas ----------------------------------------------------
+
+FP8_F16 = "sm90.mma-fp8.k16.f16.hmma"
+
+
+def test_equiv_decomposed_zero_sign_of_hmma_halves_with_twin():
+    """The two-HMMA-halves chain starts from +0 and its blocks never produce -0, so the zero-sign
+    rule of the blocks is unobservable: proved by per-block lemmas (the monolithic query times
+    out), with the hypothesis-free lemmas refuted as the broken twin."""
+    A = D.resolve(FP8_F16)
+    B = D.mutate(A, {"zero_sign": "ieee"})
+    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    assert res["status"] == "proved" and res["method"] == "decomposed", res.get("reason")
+    assert [p["lemma"] for p in res["parts"]] == ["pre.1", "eqv.block1", "eqv.block2", "eqv.add"]
+    assert all(p["status"] == "unsat" for p in res["parts"])
+    assert res["twin"]["status"] == "sat" and "without their accumulator hypotheses" in res["twin"]["claim"]
+
+
+def test_equiv_decomposed_fails_where_the_rule_is_observable():
+    """sm90 f16 -> f32 fuses c into its one block: c = -0 and -0 products give -0 under the IEEE
+    rule, +0 under "positive": the block lemma is refuted (no hypothesis on an input c), and
+    auto falls back to the monolithic query, which finds the witness."""
+    A = D.resolve("sm90.f16.f32")
+    B = D.mutate(A, {"zero_sign": "ieee"})
+    res = P.equiv_decomposed(A, B, timeout=60, method="decomposed")
+    assert res["status"] == "unknown" and "eqv.block1 failed" in res["reason"]
+    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    assert res["status"] == "refuted" and res["method"] == "monolithic"
+
+
+def test_equivalence_lemmas_refuse_other_differences():
+    A = D.resolve(FP8_F16)
+    with pytest.raises(X.NotDecomposable, match="differ in"):
+        X.conversion_diff(A, D.mutate(A, {"F": 24}))
+    with pytest.raises(X.NotDecomposable, match="nothing"):
+        X.conversion_diff(A, A)
+    assert P.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10) is None
+    with pytest.raises(D.BadInput, match="not decomposable"):
+        P.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10, method="decomposed")

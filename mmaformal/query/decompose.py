@@ -60,7 +60,7 @@ from .distinguish import (CACHE, Inputs, Model, approx_equal, free_vars, neg_bit
                           smt2_text, solve_cached)
 
 __all__ = ["Lemma", "Structure", "structure", "traced_dot", "symmetry_lemmas", "run_lemmas",
-           "COMBINATION_SYMMETRY"]
+           "equivalence_lemmas", "conversion_diff", "COMBINATION_SYMMETRY", "COMBINATION_EQUIV"]
 
 COMBINATION_SYMMETRY = (
     "induction over the chain of blocks: block 1 is symmetric (sym.*: s(E)=E, aligned terms "
@@ -362,6 +362,130 @@ def symmetry_lemmas(st: Structure) -> list[Lemma]:
                             [z3.Not(approx_equal(g0, g1, fd).v)]))
     else:
         if not st.out.v.eq(prev_out.v):
+            raise NotDecomposable("the output is not the last block's output")
+    return lemmas
+
+
+# ============================================================================================
+# Equivalence of chains that differ only in the zero-sign and overflow rules
+# ============================================================================================
+
+#: parameters that act only in a block's output conversion (mma._convert)
+CONVERSION_PARAMS = ("zero_sign", "overflow")
+
+COMBINATION_EQUIV = (
+    "induction over the chain of blocks u_1 = B_1(x_1, c_1), u_j = B_j(x_j, u_(j-1)) (each "
+    "factorization checked syntactically: block j reads its own inputs and the cut accumulator "
+    "D only); pre.1: the first accumulator satisfies P_1; eqv.block_j: for all x_j and all D "
+    "with P_j(D), B_j^A(x_j, D) = B_j^B(x_j, D) bit for bit and P_(j+1) holds of it; so u_j^A "
+    "= u_j^B for every j, and the final IEEE addition of c (accumulate = add), cut at the chain "
+    "output, is the same function in both (eqv.add). P_j: the accumulator is not -0 (zero_sign "
+    "differs) and D is Inf, NaN or |D| <= 2^(e_max - n + j - 1) (overflow differs; n blocks).")
+
+
+def conversion_diff(A: Model, B: Model) -> list[str]:
+    """The parameters in which A and B differ, if those are conversion parameters only and
+    the theories are otherwise the same (else NotDecomposable)."""
+    pa, pb = A.theory.param_dict, B.theory.param_dict
+    diff = sorted(k for k in set(pa) | set(pb) if pa.get(k) != pb.get(k))
+    if not diff or not set(diff) <= set(CONVERSION_PARAMS) or set(diff) - set(pa) - set(pb):
+        raise NotDecomposable(f"the models differ in {diff or 'nothing'}, not only in "
+                              f"{'/'.join(CONVERSION_PARAMS)}")
+    if A.theory.replace(**{k: pb[k] for k in diff}).hash() != B.theory.hash() or \
+            (A.rd, A.n, A.ins.name) != (B.rd, B.n, B.ins.name):
+        raise NotDecomposable("the models differ in more than their parameters")
+    return diff
+
+
+def equivalence_lemmas(stA: Structure, stB: Structure, hypotheses: bool = True,
+                       diff: Sequence[str] | None = None) -> list[Lemma]:
+    """Lemmas of "A and B give bitwise-identical outputs" for two FDPA chains that differ only
+    in the conversion parameters (zero_sign, overflow): per block, the two output conversions
+    agree on every accumulator the previous block can produce (COMBINATION_EQUIV).
+    hypotheses=False: the broken twin, the block lemmas with P_j := true (no pre.1, no
+    eqv.add), which must not all hold. `diff` (the conversion parameters that differ) picks
+    the hypotheses; given, the pair is not checked (the broken twin of a proof compares A with
+    a mutant of B that differs in more than those)."""
+    import z3
+    for st in (stA, stB):
+        if st.why:
+            raise NotDecomposable(st.why)
+    A, B = stA.model, stB.model
+    diff = conversion_diff(A, B) if diff is None else list(diff)
+    if len(stA.blocks) != len(stB.blocks) or (stA.acc is None) != (stB.acc is None):
+        raise NotDecomposable("the chains have different shapes")
+    if stA.inp.names() != stB.inp.names():
+        raise NotDecomposable("the traces read different inputs")
+    K, n = stA.K, len(stA.blocks)
+    fd = mma.rho_of(A.theory.param_dict["rho"])[2]
+
+    def pre(j: int, D: BV, f: fp.Format):
+        """P_j of an accumulator D of format f (j = 1..n; P_(n+1) is true)."""
+        conds = []
+        if j > n or not hypotheses:
+            return z3.BoolVal(True)
+        if "zero_sign" in diff:
+            conds.append(D.v != (f.sign_bit << f.pad))
+        if "overflow" in diff:
+            e = f.emax - n + j - 1
+            if e < f.emin:
+                raise NotDecomposable(f"no accumulator bound below the range of {f.name}")
+            mag = z3.BitVecVal((1 << (f.storage - 1)) - 1, f.storage)
+            two_e = ((e + f.bias) << f.t) << f.pad             # the bits of 2^e (normal)
+            u = fp.decode(f, D)                 # Inf and NaN pass through either rule
+            conds.append(z3.Or(u.nan.v, u.inf.v, z3.ULE(D.v & mag, z3.BitVecVal(two_e, f.storage))))
+        # (and x) with one argument is not SMT-LIB (bitwuzla rejects it)
+        return z3.And(*conds) if len(conds) > 1 else conds[0] if conds else z3.BoolVal(True)
+
+    lemmas: list[Lemma] = []
+    prevA = prevB = None
+    for j, (ba, bb) in enumerate(zip(stA.blocks, stB.blocks), start=1):
+        tag = f"block{j}"
+        f = fp.fmt(ba.fc)
+        if ba.fc != bb.fc:
+            raise NotDecomposable(f"{tag}: accumulators of different formats")
+        if prevA is None:
+            cin = ba.c_in.v
+            if not cin.eq(bb.c_in.v):
+                raise NotDecomposable(f"{tag}: the first accumulators differ")
+            if z3.is_bv_value(cin):
+                if not z3.is_true(z3.simplify(pre(1, ba.c_in, f))):
+                    raise NotDecomposable(f"{tag}: the first accumulator fails P_1")
+                if hypotheses:
+                    lemmas.append(Lemma("pre.1", "the first accumulator (a constant) satisfies "
+                                        "P_1", [z3.Not(pre(1, ba.c_in, f))]))
+                hyp = pre(1, ba.c_in, f)
+            else:                     # the input c: no precondition can be assumed
+                hyp = z3.BoolVal(True)
+            outA, outB, D = ba.out.v, bb.out.v, None
+        else:
+            D = z3.BitVec("D_", f.storage)
+            outA = _sub(ba.out.v, [(prevA.v, D)])
+            outB = _sub(bb.out.v, [(prevB.v, D)])
+            for o, prev in ((outA, prevA), (outB, prevB)):
+                if (free_vars(o) - {"D_"}) & free_vars(prev.v):
+                    raise NotDecomposable(f"{tag}: the accumulator cut left inputs of earlier blocks")
+            hyp = pre(j, _bv(K, D, f.storage), f)
+        if not (f.name == fd.name or j == 1):
+            raise NotDecomposable(f"{tag}: accumulator format {f.name} is not the output's {fd.name}")
+        post = pre(j + 1, _bv(K, outA, fd.storage), fd) if j < n else z3.BoolVal(True)
+        lemmas.append(Lemma(f"eqv.{tag}", f"block {j} gives the same bits in both models "
+                            f"(accumulator with P_{j}), satisfying P_{j + 1}",
+                            [hyp, z3.Not(z3.And(outA == outB, post))]))
+        prevA, prevB = ba.out, bb.out
+    if stA.acc is not None and hypotheses:
+        wd = fp.fmt(A.ins.d).storage
+        U = z3.BitVec("U_", wd)
+        gA = _sub(stA.out.v, [(prevA.v, U)])
+        gB = _sub(stB.out.v, [(prevB.v, U)])
+        cname = str(stA.inp.c.v)
+        for g in (gA, gB):
+            if not free_vars(g) - {"U_"} <= {cname}:
+                raise NotDecomposable("the final addition is not a function of (u, c)")
+        lemmas.append(Lemma("eqv.add", "the final addition of c is the same function in both",
+                            [z3.Not(gA == gB)]))
+    elif stA.acc is None:
+        if not (stA.out.v.eq(prevA.v) and stB.out.v.eq(prevB.v)):
             raise NotDecomposable("the output is not the last block's output")
     return lemmas
 

@@ -19,9 +19,12 @@ batch (numpy lanes, one definition: `Theory.dot`) on a pool of cheap inputs: the
 mmaformal.query.probes first, then the CLFP input classes of mmaformal.classes. The pool input
 whose predicted outputs split the survivors best (smallest expected number of survivors) is
 asked of the oracle; every candidate that disagrees is dropped. When no pool input splits the
-survivors, two survivors are handed to distinguish's solver path (`build` + `search`): a
-witness (replayed concretely by `search`) is the next query; unsat merges them as equivalent
-(the proof is recorded: solver, seconds, sha256 of the query); a time-out is "unknown".
+survivors, two survivors are handed to the solver. Two FDPA chains that differ only in their
+zero-sign / overflow rules are first tried by prove.equiv_decomposed (per-block lemmas,
+decompose.equivalence_lemmas, with their broken twin): proved merges them. Otherwise
+distinguish's path (`build` + `search`): a witness (replayed concretely by `search`) is the
+next query; unsat merges them as equivalent (the proof is recorded: method, solver, seconds,
+sha256 of the query or of each lemma); a time-out is "unknown".
 Then (CLFP step 4) up to
 `validate` further pool inputs, drawn at random rather than chosen to split, are asked: an
 oracle outside the family is caught even when one candidate happens to survive the splits.
@@ -38,7 +41,8 @@ Exit codes (distinguish's): 0 identified (one survivor, or survivors proved equi
 reported); 2 bad input (empty family, unknown spec, wrong oracle shapes, a non-deterministic
 oracle); 4 unknown (budget exhausted, or survivors the solver could not separate in time).
 
-May import: numpy, the layers below, query.distinguish / family / probes / cex, classes,
+May import: numpy, the layers below, query.distinguish / family / probes / cex / prove
+(equiv_decomposed), classes,
 simulate, hw.runner (lazily, for hw: oracles). Invariant: every elimination is by a concrete
 disagreement between a candidate's prediction and an oracle answer on one recorded input.
 """
@@ -61,6 +65,7 @@ from . import family as _family
 from .distinguish import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN,
                           BadInput, InternalError, Model, Witness, _hex, build, resolve, run_verb,
                           search, verb_main)
+from .prove import equiv_decomposed
 from .solvers import SOLVERS
 
 __all__ = ["Batch", "Oracle", "TheoryOracle", "FileOracle", "HwOracle", "make_oracle",
@@ -650,8 +655,22 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
             break
         x, y = pend
         A, B = cands[x].model, cands[y].model
-        q = build(A, B)
         left = solver_budget - spent
+        dec = equiv_decomposed(A, B, solver, min(timeout or left, left))
+        if dec is not None:           # chains differing only in zero-sign/overflow rules
+            spent += dec["seconds"]
+            cls[find(y)] = find(x)
+            equivalences.append({"a": cands[x].label, "b": cands[y].label, "verdict": "proved",
+                                 "method": "decomposed", "solver": dec["solver"],
+                                 "seconds": round(dec["seconds"], 3),
+                                 "lemmas": [{k: p[k] for k in ("lemma", "status", "sha256", "seconds")}
+                                            for p in dec["parts"]],
+                                 "twin": (dec.get("twin") or {}).get("verdict", "none")})
+            log(f"proved equivalent (decomposed, {len(dec['parts'])} lemmas): "
+                f"{cands[x].label} == {cands[y].label} ({dec['seconds']:.1f} s)")
+            continue
+        left = solver_budget - spent
+        q = build(A, B)
         st, found, secs, last, text = search(q, 1, solver, min(timeout or left, left))
         spent += secs
         sha = hashlib.sha256(text.encode()).hexdigest()
@@ -664,7 +683,7 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
         elif st == "equivalent":
             cls[find(y)] = find(x)
             equivalences.append({"a": cands[x].label, "b": cands[y].label, "verdict": "proved",
-                                 "solver": last.solver, "seconds": round(secs, 3),
+                                 "method": "monolithic", "solver": last.solver, "seconds": round(secs, 3),
                                  "query_sha256": sha})
             log(f"proved equivalent: {cands[x].label} == {cands[y].label} ({secs:.1f} s)")
         else:
@@ -768,7 +787,8 @@ def render(res: dict) -> str:
         L.append(f"  query {q['index']:>2} {q['source']}: oracle {q['oracle']}: "
                  f"{q['alive_before']} -> {q['alive_after']} alive")
     for e in d["equivalences"]:
-        L.append(f"  proved equivalent ({e['solver']}, {e['seconds']} s): {e['a']} == {e['b']}")
+        L.append(f"  proved equivalent ({e.get('method', 'monolithic')}, {e['solver']}, {e['seconds']} s): "
+                 f"{e['a']} == {e['b']}")
     for u in d["unknown"]:
         L.append(f"  unknown (solver gave no answer: {u['reason']}): {u['labels'][0]} vs {u['labels'][1]}")
     st = d["status"]

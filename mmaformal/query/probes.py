@@ -174,21 +174,26 @@ def build_probes(ins: isa.Instruction) -> _Builder:
         s = [v] * (K + 1)
         s[i], s[j] = U, -U
         bd.add("order", f"p{i}=U, p{j}=-U, others v (U=2^{eu}, v=2^{ev}; p{K} is c)", s[:K], s[K])
-    # precision: FusedSum(U, -U, eps), Add(U, eps); at the front, at the back, through c
-    for jexp in range(1, 48):
-        eps = U * 2.0 ** -jexp
-        bd.add("precision", f"FusedSum(U, -U, U 2^-{jexp}) in k 0..2", [U, -U, eps], 0.0)
-        bd.add("precision", f"c=U, p0=-U, p1=U 2^-{jexp}", [-U, eps], U)
-        if K > 3:
-            bd.add("precision", f"p{K - 1}=U, p{K - 2}=-U, p{K - 3}=U 2^-{jexp}",
-                   [0.0] * (K - 3) + [eps, -U, U], 0.0)
-        bd.add("precision", f"Add(U, U 2^-{jexp}), c = 0", [U, eps], 0.0)
-    # alignment: U +- 1.5 / 0.5 eps
-    for jexp in range(8, 44):
-        eps = U * 2.0 ** -jexp
-        for f in (1.5, 0.5, -1.5, -0.5):
-            bd.add("alignment", f"U + {f} * U 2^-{jexp}", [U, f * eps], 0.0)
-            bd.add("alignment", f"-U + {-f} * U 2^-{jexp}", [-U, -f * eps], 0.0)
+    # precision: FusedSum(U, -U, eps), Add(U, eps); at the front, at the back, through c.
+    # U = 2^eu, and also the largest exact product that the output range allows: with narrow
+    # operands (fp8: products 2^-18 .. 2^17) only a large U reaches eps = U 2^-F for F > 25
+    etop = min(fa.emax + bd.fb.emax, fd.emax)
+    for e in sorted({eu, etop} if etop > eu else {eu}):
+        Ue, tag = 2.0 ** e, "U" if e == eu else f"2^{e}"
+        for jexp in range(1, 48):
+            eps = Ue * 2.0 ** -jexp
+            bd.add("precision", f"FusedSum({tag}, -{tag}, {tag} 2^-{jexp}) in k 0..2", [Ue, -Ue, eps], 0.0)
+            bd.add("precision", f"c={tag}, p0=-{tag}, p1={tag} 2^-{jexp}", [-Ue, eps], Ue)
+            if K > 3:
+                bd.add("precision", f"p{K - 1}={tag}, p{K - 2}=-{tag}, p{K - 3}={tag} 2^-{jexp}",
+                       [0.0] * (K - 3) + [eps, -Ue, Ue], 0.0)
+            bd.add("precision", f"Add({tag}, {tag} 2^-{jexp}), c = 0", [Ue, eps], 0.0)
+        # alignment: U +- 1.5 / 0.5 eps
+        for jexp in range(8, 44):
+            eps = Ue * 2.0 ** -jexp
+            for f in (1.5, 0.5, -1.5, -0.5):
+                bd.add("alignment", f"{tag} + {f} * {tag} 2^-{jexp}", [Ue, f * eps], 0.0)
+                bd.add("alignment", f"-{tag} + {-f} * {tag} 2^-{jexp}", [-Ue, -f * eps], 0.0)
     # output rounding: c = U (output format), products of fractions of an output ulp
     for tout in sorted({fd.t, 13, 10, 7, 23}):
         ulp = U * 2.0 ** -tout
@@ -215,6 +220,19 @@ def build_probes(ins: isa.Instruction) -> _Builder:
             for y in (1.0, 1.5, 2.0 ** min(fa.emax, 8)):
                 bd.add("normalization", f"a0={x!r} (subnormal), b0={y}", [(x, y)], 0.0)
                 bd.add("normalization", f"a0={x!r}, b0={y}, c=-2^{fa.emin}", [(x, y)], -(2.0 ** fa.emin))
+        # a cancelling pair of subnormal x normal products and a tiny c: the alignment
+        # exponent is the product's exponent field (e_a + e_b) or its leading one's (a
+        # renormalised product, e.g. operands converted to a wider format first)
+        fcs = bd.fc
+        cmin = 2.0 ** (fcs.emin - (fcs.t if fcs.subnormals else 0))
+        for x in (sub, sub * (2 ** fa.t - 1)):
+            fb_ = bd.fb
+            big_b = next((y for y in (2.0 ** fb_.emax * (2 - 2.0 ** (i - fb_.t)) for i in range(fb_.t + 1))
+                          if _bits1(fb_, y) is not None), 1.0)      # the largest finite b
+            for y in (big_b, 1.0):
+                for cm in (1.0, 3.0, -1.0):
+                    bd.add("normalization", f"a0={x!r}, a1=-a0 (subnormal), b0=b1={y}, c={cm}*2^{math.log2(cmin):.0f}",
+                           [(x, y), (-x, y)], cm * cmin)
     # out of range: products and sums above / below the output range
     big = float(2.0 ** fa.emax * (2 - 2.0 ** -fa.t)) if fa.inf or fa.nan == "ieee" else None
     for nb in (1, 2, K):

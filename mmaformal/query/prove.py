@@ -196,15 +196,18 @@ def _symmetry_replay(m: Model, inp: Inputs, backends):
     return chk
 
 
-def _decomposed(m: Model, make_lemmas, method: str, solver, timeout, persist, t0):
-    """The decomposed attempt of a claim: `make_lemmas(structure of m)` run by
-    decompose.run_lemmas within the claim's time (from t0): (status, parts, ""), or
-    (None, [], why) when m is not decomposable (a BadInput when method is "decomposed")."""
+def _decomposed(m: "Model | Sequence[Model]", make_lemmas, method: str, solver, timeout,
+                persist, t0):
+    """The decomposed attempt of a claim: `make_lemmas(structure of m, ...)` (one structure
+    per model) run by decompose.run_lemmas within the claim's time (from t0): (status,
+    parts, ""), or (None, [], why) when m is not decomposable (a BadInput when method is
+    "decomposed")."""
+    ms = list(m) if isinstance(m, (list, tuple)) else [m]
     try:
-        lemmas = make_lemmas(_dec.structure(m))
+        lemmas = make_lemmas(*[_dec.structure(x) for x in ms])
     except _dec.NotDecomposable as e:
         if method == "decomposed":
-            raise BadInput(f"{m.label}: not decomposable: {e}") from None
+            raise BadInput(f"{' vs '.join(x.label for x in ms)}: not decomposable: {e}") from None
         return None, [], str(e)
     deadline = None if timeout is None else t0 + timeout
     status, parts = _dec.run_lemmas(lemmas, solver, timeout, persist=persist, deadline=deadline)
@@ -394,13 +397,87 @@ def prove_symmetry_many(groups: list[list[str]], jobs: int = 0, **opts) -> list[
 # Equivalence and unobservability
 # ============================================================================================
 
+def equiv_decomposed(A: Model, B: Model, solver="bitwuzla", timeout=600, method="auto",
+                     persist=False, claim: str | None = None, t0: float | None = None) -> dict | None:
+    """The decomposed proof of "A and B give bitwise-identical outputs" for two FDPA chains
+    that differ only in conversion parameters (decompose.equivalence_lemmas), with its broken
+    twin (the block lemmas without their accumulator hypotheses, which must be refuted).
+    None when the pair is not decomposable (method "auto") or the lemmas are not all proved
+    and method is "auto" (the caller falls back to the monolithic query)."""
+    t0 = _now() if t0 is None else t0
+    claim = claim or f"for every input: {A.label} and {B.label} give bitwise-identical outputs"
+    try:                                  # cheap: before tracing the two models
+        _dec.conversion_diff(A, B)
+    except _dec.NotDecomposable as e:
+        if method == "decomposed":
+            raise BadInput(f"{A.label} vs {B.label}: not decomposable: {e}") from None
+        return None
+    status, parts, why = _decomposed([A, B], _dec.equivalence_lemmas, method, solver, timeout,
+                                     persist, t0)
+    if status is None:
+        return None
+    texts = {p["sha256"]: p.pop("text") for p in parts}
+    used = ",".join(sorted({p["solver"] for p in parts}))
+    if status != "proved":
+        if method == "auto":
+            return None
+        return outcome("unknown", claim, [A, B], _now() - t0, used, method="decomposed",
+                       parts=parts, reason=f"lemma {parts[-1]['lemma']} "
+                       f"{'failed (the hypotheses over-approximate)' if status == 'failed' else 'undecided'}")
+    res = outcome("proved", claim, [A, B], _now() - t0, used, method="decomposed", parts=parts,
+                  combination=_dec.COMBINATION_EQUIV, _texts=texts)
+    res["twin"] = _equiv_twin(A, B, solver, timeout)
+    return res
+
+
+def _equiv_twin(A: Model, B: Model, solver, timeout) -> dict:
+    """The broken twin of a decomposed equivalence: the block lemmas without their accumulator
+    hypotheses (refuted when the hypotheses carry the proof); if those all hold (the
+    conversions agree on every accumulator), the same lemmas between A and B with F - 1 (a
+    pair that differs in the fused sum), which must be refuted."""
+    t0 = _now()
+    stA, stB = _dec.structure(A), _dec.structure(B)
+    diff = _dec.conversion_diff(A, B)
+    tries = [("the block lemmas without their accumulator hypotheses (P_j := true)",
+              lambda: _dec.equivalence_lemmas(stA, stB, hypotheses=False))]
+    F = B.theory.param_dict.get("F")
+    if isinstance(F, int):
+        Bt = mutate(B, {"F": F - 1}, label=f"{B.label}[F={F - 1}]")
+        tries.append((f"the same lemmas between {A.label} and {Bt.label}",
+                      lambda: _dec.equivalence_lemmas(stA, _dec.structure(Bt), diff=diff)))
+    out = {"claim": "", "status": "unknown", "lemmas": []}
+    for claim, make in tries:
+        out["claim"] = claim
+        out["lemmas"] = []
+        for lm in make():
+            r = check(lm.text, solver, timeout)
+            out["lemmas"].append({"lemma": lm.name, "status": r.status,
+                                  "seconds": round(r.seconds, 3), "query_sha256": sha256(lm.text)})
+            if r.status == "sat":
+                out["status"] = "sat"
+                out["verdict"] = "refuted"
+                out["seconds"] = round(_now() - t0, 3)
+                return out
+    out["seconds"] = round(_now() - t0, 3)
+    return out
+
+
 def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla",
                 timeout=600, save=False, emit=None, backends=("int", "numpy", "compiled"),
-                claim: str | None = None, group: str = "equiv") -> dict:
+                claim: str | None = None, group: str = "equiv", method: str = "auto") -> dict:
     t0 = _now()
     wtxt = f" satisfying {', '.join(where)}" if where else ""
     claim = claim or (f"for every input{wtxt}: {A.label} and {B.label} give bitwise-identical "
                       f"outputs")
+    if method != "monolithic" and not where:
+        res = equiv_decomposed(A, B, solver, timeout, method, persist=save, claim=claim, t0=t0)
+        if res is not None:
+            res["seconds"] = round(_now() - t0, 3)
+            if save and res["status"] == "proved":
+                res["saved"] = save_result(group, res, [A, B], "")
+            return res
+    elif method == "decomposed":
+        raise BadInput("prove equiv --method decomposed takes no --where constraints")
     q = build(A, B, where)
     if q.where:
         from .distinguish import constraints_satisfiable
@@ -954,6 +1031,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("B")
     c.add_argument("--instr", metavar="NAME")
     c.add_argument("--where", action="append", default=[], metavar="C")
+    c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto",
+                   help="decomposed: per-block lemmas, for chains that differ only in the "
+                        "zero-sign/overflow rules (auto: those first, else the monolithic query)")
     common(c)
     c = sub.add_parser("symmetry", help="Phi(-A, B, -C) ~ -Phi(A, B, C)")
     c.add_argument("targets", nargs="*", metavar="TARGET",
@@ -975,6 +1055,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c = sub.add_parser("unobservable", help="changing one parameter changes no output bit")
     c.add_argument("A")
     c.add_argument("change", metavar="PARAM=VALUE")
+    c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
     common(c)
     return q
 
@@ -1030,12 +1111,13 @@ def run(args) -> int:
         else:
             if args.claim == "equiv":
                 A, B = resolve_pair(args.A, args.B, args.instr)
-                res = prove_equiv(A, B, args.where, **kw)
+                res = prove_equiv(A, B, args.where, method=args.method, **kw)
             elif args.claim == "unobservable":
                 if "=" not in args.change:
                     raise BadInput(f"expected PARAM=VALUE, got {args.change!r}")
                 k, v = args.change.split("=", 1)
-                res = prove_unobservable(resolve(args.A), k.strip(), _parse_value(v), **kw)
+                res = prove_unobservable(resolve(args.A), k.strip(), _parse_value(v),
+                                         method=args.method, **kw)
             elif args.claim == "monotonic":
                 res = prove_monotonic(resolve(args.A), **kw)
             elif args.claim == "bound":
