@@ -47,8 +47,8 @@ operands = ["e4m3", "e5m2"]
 tf32_round = "RZ"
 [family.structure.domain]
 L = ["K/2"]
-nan = ["nvidia"]        # in the chained structure the NaN code and zero sign of the chain are
-zero_sign = ["positive"]  # unobservable; the monolithic proof of that times out (see README)
+nan = ["nvidia"]        # the chain's zero-sign variants are unobservable: proved per block,
+zero_sign = ["positive"]  # see test_chain_conversion_variants_merged_by_decomposed_proofs
 """
 
 

@@ -46,6 +46,11 @@ alignments of T (to F2 bits) and of c (to F bits) at E = max(em, e_c), their wra
 S, and the RNE-FP32 conversion of S 2^(E-F2) are lemmas of their own (bnd.tail*,
 COMBINATION_BOUND_TR).
 
+Equivalence (`equivalence_lemmas`) of two chains that differ only in the zero-sign /
+overflow rules of their output conversions: each block is cut at its accumulator D and
+proved to give the same bits in both models for every D satisfying a hypothesis P_j (not
+-0; Inf, NaN or bounded) that the previous block's lemma establishes (COMBINATION_EQUIV).
+
 May import: mmaformal.query.distinguish (models, solver, cache), mmaformal.mma/fp/bits, z3.
 """
 from __future__ import annotations
@@ -380,7 +385,8 @@ COMBINATION_EQUIV = (
     "with P_j(D), B_j^A(x_j, D) = B_j^B(x_j, D) bit for bit and P_(j+1) holds of it; so u_j^A "
     "= u_j^B for every j, and the final IEEE addition of c (accumulate = add), cut at the chain "
     "output, is the same function in both (eqv.add). P_j: the accumulator is not -0 (zero_sign "
-    "differs) and D is Inf, NaN or |D| <= 2^(e_max - n + j - 1) (overflow differs; n blocks).")
+    "differs) and, where overflow differs and the blocks need it, D is Inf, NaN or "
+    "|D| <= 2^(e_max - n + j - 1) (n blocks).")
 
 
 def conversion_diff(A: Model, B: Model) -> list[str]:
@@ -398,14 +404,16 @@ def conversion_diff(A: Model, B: Model) -> list[str]:
 
 
 def equivalence_lemmas(stA: Structure, stB: Structure, hypotheses: bool = True,
-                       diff: Sequence[str] | None = None) -> list[Lemma]:
+                       diff: Sequence[str] | None = None, bounds: bool = True) -> list[Lemma]:
     """Lemmas of "A and B give bitwise-identical outputs" for two FDPA chains that differ only
     in the conversion parameters (zero_sign, overflow): per block, the two output conversions
     agree on every accumulator the previous block can produce (COMBINATION_EQUIV).
     hypotheses=False: the broken twin, the block lemmas with P_j := true (no pre.1, no
     eqv.add), which must not all hold. `diff` (the conversion parameters that differ) picks
     the hypotheses; given, the pair is not checked (the broken twin of a proof compares A with
-    a mutant of B that differs in more than those)."""
+    a mutant of B that differs in more than those). bounds=False leaves the magnitude bound
+    out of P_j (enough when no block can overflow whatever its accumulator; an input c
+    cannot be bounded)."""
     import z3
     for st in (stA, stB):
         if st.why:
@@ -426,7 +434,7 @@ def equivalence_lemmas(stA: Structure, stB: Structure, hypotheses: bool = True,
             return z3.BoolVal(True)
         if "zero_sign" in diff:
             conds.append(D.v != (f.sign_bit << f.pad))
-        if "overflow" in diff:
+        if "overflow" in diff and bounds:
             e = f.emax - n + j - 1
             if e < f.emin:
                 raise NotDecomposable(f"no accumulator bound below the range of {f.name}")

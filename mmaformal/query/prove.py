@@ -1,16 +1,19 @@
 """Layer 5, query/prove: prove claims about instruction models, or refute them with a witness
 that is replayed concretely.
 
-    mmaformal prove equiv A B [--instr NAME] [--where C ...]
+    mmaformal prove equiv A B [--instr NAME] [--where C ...] [--method M]
     mmaformal prove symmetry [TARGET ...] [--set nvidia-tfdpa|cdna3-tr] [--method M] [-j N]
     mmaformal prove monotonic A
     mmaformal prove bound A [--rounds N]
-    mmaformal prove unobservable A PARAM=VALUE
+    mmaformal prove unobservable A PARAM=VALUE [--method M]
     common: --solver S|portfolio --timeout SEC --save --emit-smt2 FILE --json
 
 Claims (the exact sentence is printed and stored with every result):
 
-- equiv: A and B give bitwise-identical outputs for every input (satisfying --where).
+- equiv: A and B give bitwise-identical outputs for every input (satisfying --where). Two
+  FDPA chains that differ only in the zero-sign / overflow rules are proved piece by piece
+  first (decompose.equivalence_lemmas: per block, under a hypothesis on its accumulator that
+  the previous block establishes); others, and refutations, monolithically.
 - symmetry: Phi(-A, B, -C) ~ -Phi(A, B, C) for every input, where -x flips the sign bit (in
   formats without -0, fnuz, the zero 0x00 and the NaN 0x80 are their own negations) and x ~ y
   means: equal bits, or both NaN (NaN payloads and signs are not compared), or both zero (the
@@ -30,7 +33,8 @@ Claims (the exact sentence is printed and stored with every result):
 - unobservable P=V: the theory with parameter P set to V is equivalent (claim equiv).
 
 Every proof has a broken twin that the same query shows SAT (equiv/unobservable: B with F-1 or
-another rounding; symmetry: the RD-twin, aligned terms rounded toward -inf as TR-FDPA does;
+another rounding; decomposed: the block lemmas without their hypotheses, else against B with
+F-1; symmetry: the RD-twin, aligned terms rounded toward -inf as TR-FDPA does;
 bound: the theory with F-2 against the same bound). Every refutation's witness is replayed on
 the int and numpy back-ends (and the compiled path) before it is reported. A solver time-out
 is "unknown" with the time spent, never "proved".
@@ -412,8 +416,14 @@ def equiv_decomposed(A: Model, B: Model, solver="bitwuzla", timeout=600, method=
         if method == "decomposed":
             raise BadInput(f"{A.label} vs {B.label}: not decomposable: {e}") from None
         return None
-    status, parts, why = _decomposed([A, B], _dec.equivalence_lemmas, method, solver, timeout,
-                                     persist, t0)
+    # without the magnitude bound first (no block overflows whatever its accumulator), then
+    # with it (the accumulators the chain can produce)
+    for bounds in ((False, True) if "overflow" in _dec.conversion_diff(A, B) else (True,)):
+        status, parts, why = _decomposed(
+            [A, B], lambda *st: _dec.equivalence_lemmas(*st, bounds=bounds), method, solver,
+            timeout, persist, t0)
+        if status in (None, "proved"):
+            break
     if status is None:
         return None
     texts = {p["sha256"]: p.pop("text") for p in parts}
