@@ -659,6 +659,7 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
         dec = equiv_decomposed(A, B, solver, min(timeout or left, left))
         if dec is not None:           # chains differing only in zero-sign/overflow rules
             spent += dec["seconds"]
+        if dec is not None and dec["status"] == "proved":
             cls[find(y)] = find(x)
             equivalences.append({"a": cands[x].label, "b": cands[y].label, "verdict": "proved",
                                  "method": "decomposed", "solver": dec["solver"],

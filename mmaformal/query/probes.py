@@ -223,12 +223,10 @@ def build_probes(ins: isa.Instruction) -> _Builder:
         # a cancelling pair of subnormal x normal products and a tiny c: the alignment
         # exponent is the product's exponent field (e_a + e_b) or its leading one's (a
         # renormalised product, e.g. operands converted to a wider format first)
-        fcs = bd.fc
-        cmin = 2.0 ** (fcs.emin - (fcs.t if fcs.subnormals else 0))
+        cmin = 2.0 ** (bd.fc.emin - (bd.fc.t if bd.fc.subnormals else 0))    # smallest c
+        fb = bd.fb
+        big_b = 2.0 ** fb.emax * (1 + (fb.max_code & ((1 << fb.t) - 1)) / 2 ** fb.t)  # largest finite
         for x in (sub, sub * (2 ** fa.t - 1)):
-            fb_ = bd.fb
-            big_b = next((y for y in (2.0 ** fb_.emax * (2 - 2.0 ** (i - fb_.t)) for i in range(fb_.t + 1))
-                          if _bits1(fb_, y) is not None), 1.0)      # the largest finite b
             for y in (big_b, 1.0):
                 for cm in (1.0, 3.0, -1.0):
                     bd.add("normalization", f"a0={x!r}, a1=-a0 (subnormal), b0=b1={y}, c={cm}*2^{math.log2(cmin):.0f}",

@@ -200,18 +200,18 @@ def _symmetry_replay(m: Model, inp: Inputs, backends):
     return chk
 
 
-def _decomposed(m: "Model | Sequence[Model]", make_lemmas, method: str, solver, timeout,
+def _decomposed(sts: "Sequence[_dec.Structure]", make_lemmas, method: str, solver, timeout,
                 persist, t0):
-    """The decomposed attempt of a claim: `make_lemmas(structure of m, ...)` (one structure
-    per model) run by decompose.run_lemmas within the claim's time (from t0): (status,
-    parts, ""), or (None, [], why) when m is not decomposable (a BadInput when method is
+    """The decomposed attempt of a claim: `make_lemmas(*sts)` (the traced structures of its
+    models) run by decompose.run_lemmas within the claim's time (from t0): (status, parts,
+    ""), or (None, [], why) when the models are not decomposable (a BadInput when method is
     "decomposed")."""
-    ms = list(m) if isinstance(m, (list, tuple)) else [m]
     try:
-        lemmas = make_lemmas(*[_dec.structure(x) for x in ms])
+        lemmas = make_lemmas(*sts)
     except _dec.NotDecomposable as e:
         if method == "decomposed":
-            raise BadInput(f"{' vs '.join(x.label for x in ms)}: not decomposable: {e}") from None
+            raise BadInput(f"{' vs '.join(st.model.label for st in sts)}: not decomposable: "
+                           f"{e}") from None
         return None, [], str(e)
     deadline = None if timeout is None else t0 + timeout
     status, parts = _dec.run_lemmas(lemmas, solver, timeout, persist=persist, deadline=deadline)
@@ -233,8 +233,8 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     res = None
     why = ""
     if method in ("auto", "decomposed"):
-        status, parts, why = _decomposed(m, _dec.symmetry_lemmas, method, solver, timeout,
-                                         persist, t0)
+        status, parts, why = _decomposed([_dec.structure(m)], _dec.symmetry_lemmas, method,
+                                         solver, timeout, persist, t0)
         if status is not None:
             if emit:
                 for i, p in enumerate(parts):
@@ -405,22 +405,23 @@ def equiv_decomposed(A: Model, B: Model, solver="bitwuzla", timeout=600, method=
                      persist=False, claim: str | None = None, t0: float | None = None) -> dict | None:
     """The decomposed proof of "A and B give bitwise-identical outputs" for two FDPA chains
     that differ only in conversion parameters (decompose.equivalence_lemmas), with its broken
-    twin (the block lemmas without their accumulator hypotheses, which must be refuted).
-    None when the pair is not decomposable (method "auto") or the lemmas are not all proved
-    and method is "auto" (the caller falls back to the monolithic query)."""
+    twin (`_equiv_twin`). None when the pair is not decomposable (method "auto"; a BadInput
+    for "decomposed"); "unknown" (with the lemma that failed) when the lemmas are not all
+    proved, so the caller may fall back to the monolithic query."""
     t0 = _now() if t0 is None else t0
     claim = claim or f"for every input: {A.label} and {B.label} give bitwise-identical outputs"
     try:                                  # cheap: before tracing the two models
-        _dec.conversion_diff(A, B)
+        diff = _dec.conversion_diff(A, B)
     except _dec.NotDecomposable as e:
         if method == "decomposed":
             raise BadInput(f"{A.label} vs {B.label}: not decomposable: {e}") from None
         return None
+    sts = [_dec.structure(A), _dec.structure(B)]
     # without the magnitude bound first (no block overflows whatever its accumulator), then
     # with it (the accumulators the chain can produce)
-    for bounds in ((False, True) if "overflow" in _dec.conversion_diff(A, B) else (True,)):
+    for bounds in ((False, True) if "overflow" in diff else (True,)):
         status, parts, why = _decomposed(
-            [A, B], lambda *st: _dec.equivalence_lemmas(*st, bounds=bounds), method, solver,
+            sts, lambda *st: _dec.equivalence_lemmas(*st, bounds=bounds), method, solver,
             timeout, persist, t0)
         if status in (None, "proved"):
             break
@@ -429,25 +430,22 @@ def equiv_decomposed(A: Model, B: Model, solver="bitwuzla", timeout=600, method=
     texts = {p["sha256"]: p.pop("text") for p in parts}
     used = ",".join(sorted({p["solver"] for p in parts}))
     if status != "proved":
-        if method == "auto":
-            return None
         return outcome("unknown", claim, [A, B], _now() - t0, used, method="decomposed",
                        parts=parts, reason=f"lemma {parts[-1]['lemma']} "
                        f"{'failed (the hypotheses over-approximate)' if status == 'failed' else 'undecided'}")
     res = outcome("proved", claim, [A, B], _now() - t0, used, method="decomposed", parts=parts,
                   combination=_dec.COMBINATION_EQUIV, _texts=texts)
-    res["twin"] = _equiv_twin(A, B, solver, timeout)
+    res["twin"] = _equiv_twin(*sts, diff, solver, timeout)
     return res
 
 
-def _equiv_twin(A: Model, B: Model, solver, timeout) -> dict:
+def _equiv_twin(stA, stB, diff, solver, timeout) -> dict:
     """The broken twin of a decomposed equivalence: the block lemmas without their accumulator
     hypotheses (refuted when the hypotheses carry the proof); if those all hold (the
     conversions agree on every accumulator), the same lemmas between A and B with F - 1 (a
     pair that differs in the fused sum), which must be refuted."""
     t0 = _now()
-    stA, stB = _dec.structure(A), _dec.structure(B)
-    diff = _dec.conversion_diff(A, B)
+    A, B = stA.model, stB.model
     tries = [("the block lemmas without their accumulator hypotheses (P_j := true)",
               lambda: _dec.equivalence_lemmas(stA, stB, hypotheses=False))]
     F = B.theory.param_dict.get("F")
@@ -457,17 +455,13 @@ def _equiv_twin(A: Model, B: Model, solver, timeout) -> dict:
                       lambda: _dec.equivalence_lemmas(stA, _dec.structure(Bt), diff=diff)))
     out = {"claim": "", "status": "unknown", "lemmas": []}
     for claim, make in tries:
+        status, parts = _dec.run_lemmas(make(), solver, timeout)
         out["claim"] = claim
-        out["lemmas"] = []
-        for lm in make():
-            r = check(lm.text, solver, timeout)
-            out["lemmas"].append({"lemma": lm.name, "status": r.status,
-                                  "seconds": round(r.seconds, 3), "query_sha256": sha256(lm.text)})
-            if r.status == "sat":
-                out["status"] = "sat"
-                out["verdict"] = "refuted"
-                out["seconds"] = round(_now() - t0, 3)
-                return out
+        out["lemmas"] = [{"lemma": p["lemma"], "status": p["status"], "seconds": p["seconds"],
+                          "query_sha256": p["sha256"]} for p in parts]
+        if status == "failed":            # a lemma is refuted: the twin is broken, as it must be
+            out.update(status="sat", verdict="refuted")
+            break
     out["seconds"] = round(_now() - t0, 3)
     return out
 
@@ -481,7 +475,7 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
                       f"outputs")
     if method != "monolithic" and not where:
         res = equiv_decomposed(A, B, solver, timeout, method, persist=save, claim=claim, t0=t0)
-        if res is not None:
+        if res is not None and (res["status"] == "proved" or method == "decomposed"):
             res["seconds"] = round(_now() - t0, 3)
             if save and res["status"] == "proved":
                 res["saved"] = save_result(group, res, [A, B], "")
@@ -817,7 +811,8 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
     ins = m.ins
     why = ""
     if method in ("auto", "decomposed"):
-        status, parts, why = _decomposed(m, _dec.bound_lemmas, method, solver, timeout, save, t0)
+        status, parts, why = _decomposed([_dec.structure(m)], _dec.bound_lemmas, method, solver,
+                                         timeout, save, t0)
         if status is not None:
             texts = {p["sha256"]: p.pop("text") for p in parts}
             if status == "proved":
