@@ -67,12 +67,14 @@ from typing import Sequence
 from .. import fp, isa, mma
 from .. import theory as _theory
 from ..bits import BV, INT, Z3Backend, bvmax, clz, ite
+from . import campaign as _campaign
 from . import decompose as _dec
 from .distinguish import (BadInput, CACHE, CACHE_DIR, EXIT_INTERNAL, EXIT_OK,
                           EXIT_REFUTED, EXIT_UNKNOWN, InternalError, Inputs, Model, Witness,
                           _hex, add_common, approx_equal, build, check, equivalence_twin,
                           evaluate, free_vars, mutate, neg_bits, portable, replay, resolve,
                           resolve_pair, run_verb, search, smt2_text, verb_main)
+from .solvers import Result
 from .store import PROOFS, sha256
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
@@ -587,36 +589,63 @@ def _monotonic_parts(m: Model):
         cons.append(z3.Implies((sel == k).v, (~_term_le(t2, t1)).v))    # strictly larger
     cons.append(z3.Or((sel == kdim).v, (x.c == y.c).v))
     cons.append(z3.Implies((sel == kdim).v, (_ord(x.c, ins.c) < _ord(y.c, ins.c)).v))
+    for sx, sy in zip((x.sa or []) + (x.sb or []), (y.sa or []) + (y.sb or [])):
+        cons.append((sx == sy).v)                       # block scales: the same, finite
+        cons.append(z3.Not(fp.decode(ins.scale, sx).nan.v))
     o1 = m.dot(K, *x.padded(m))
     o2 = m.dot(K, *y.padded(m))
     return K, x, y, cons, o1, o2, sel
 
 
 def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
-                    backends=("int", "numpy", "compiled")) -> dict:
+                    backends=("int", "numpy", "compiled"), hint: int = 0,
+                    search: float = 0) -> dict:
+    """Prove or refute monotonicity. search > 0: first a concrete search for a witness
+    (witness_search.monotonic_pair, at most `search` seconds; what it finds is replayed like a
+    solver's witness). hint > 0: then look for a witness among inputs whose
+    products other than the first `hint` are zero (a restriction of the same query: a SAT
+    answer is a witness of the full claim, replayed like any other; UNSAT or a time-out there
+    proves nothing), within half the time; then the full query."""
     import z3
     t0 = _now()
     ins = m.ins
     claim = (f"{m.label}: for all finite inputs (a, b, c), (a', b', c') that differ in one "
              f"addend (one product a_i*b_i, a_i and b_i both free, or c) whose exact value "
              f"increases, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
-             f"outputs excluded) [monotonicity, Mikaitis 2024]")
-    if ins.scale:
-        raise BadInput(f"{m.label}: monotonic does not take block-scaled instructions")
+             f"outputs excluded) [monotonicity, Mikaitis 2024]"
+             + (" (block scales: the same finite scales on both sides)" if ins.scale else ""))
     K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
     kdim = m.k
     u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
     viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
 
-    def chk(model):
-        w1, w2 = x.witness(model), y.witness(model)
+    def pair(w1, w2, s):
         r1 = replay([m], w1, backends)[m.label]
         r2 = replay([m], w2, backends)[m.label]
         if not value_lt(r2, r1, ins.d):
             raise InternalError(f"monotonicity witness does not replay: {_hex(r1, ins.d)} -> "
                                 f"{_hex(r2, ins.d)}")
-        return w1, w2, r1, r2, model.get("sel", 0)
-    st, r, info, text = _monolithic(lambda: cons + [viol], K, solver, timeout, t0, chk)
+        return w1, w2, r1, r2, s
+
+    def chk(model):
+        return pair(x.witness(model), y.witness(model), model.get("sel", 0))
+    st = None
+    method = "monolithic"
+    if search:
+        from .witness_search import monotonic_pair
+        found = monotonic_pair(m, budget=search)
+        if found is not None:
+            st, info, method = "sat", pair(*found), "search"
+            r = Result("sat", "search (numpy lanes)", "", _now() - t0)
+            text = smt2_text(cons + [viol])
+    if st is None and 0 < hint < kdim:
+        zero = [(v == 0).v for inp in (x, y) for v in inp.a[hint:] + inp.b[hint:]]
+        st, r, info, _ = _monolithic(lambda: cons + [viol] + zero, K, solver,
+                                     None if timeout is None else timeout / 2, _now(), chk)
+        text = smt2_text(cons + [viol])
+    if st != "sat":
+        st, r, info, text = _monolithic(lambda: cons + [viol], K, solver, timeout, t0, chk)
+        method = "monolithic"
     if emit:
         Path(emit).write_text(text)
     if st == "unsat":
@@ -627,7 +656,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
         w1, w2, r1, r2, s = info
         what = f"product k={s}" if s < kdim else "c"
         res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w1.to_json(),
-                      method="monolithic",
+                      method=method,
                       detail={"increased": what, "witness2": w2.to_json(),
                               "output": _hex(r1, ins.d), "output2": _hex(r2, ins.d)})
         res["_runs"] = [(m, w1, r1), (m, w2, r2)]
@@ -1046,21 +1075,33 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "arithmetic: one proof per group)")
     c.add_argument("--set", choices=sorted(SETS), help="; ".join(f"{k}: {v}" for k, v in SETS.items()))
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
-    c.add_argument("-j", "--jobs", type=int, default=0, help="parallel processes (default: all cores)")
-    c.add_argument("--no-twin", action="store_true", help="skip the broken twins (faster)")
+    _campaign.add_all_options(c)
     common(c)
     c = sub.add_parser("monotonic", help="a larger addend never gives a smaller output")
-    c.add_argument("A")
+    c.add_argument("A", nargs="?", help="a model spec (with --all: an instruction pattern)")
+    c.add_argument("--search", type=float, default=10, metavar="SEC",
+                   help="first a concrete witness search on the numpy lanes for SEC seconds "
+                        "(0: none)")
+    c.add_argument("--hint", type=int, default=2, metavar="N",
+                   help="first search a witness with all products but the first N zero "
+                        "(0: the full query only)")
+    c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
+    _campaign.add_all_options(c)
     common(c)
     c = sub.add_parser("bound", help="the error bound of seed 002 Table 9")
-    c.add_argument("A")
+    c.add_argument("A", nargs="?", help="a model spec (with --all: an instruction pattern)")
+    c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
     c.add_argument("--rounds", type=int, default=4, help="witness-improvement rounds")
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
+    _campaign.add_all_options(c)
     common(c)
     c = sub.add_parser("unobservable", help="changing one parameter changes no output bit")
-    c.add_argument("A")
-    c.add_argument("change", metavar="PARAM=VALUE")
+    c.add_argument("A", help="a model spec (with --all: PARAM=VALUE)")
+    c.add_argument("change", metavar="PARAM=VALUE", nargs="?",
+                   help="(with --all: an instruction pattern)")
+    c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
+    _campaign.add_all_options(c)
     common(c)
     return q
 
@@ -1071,6 +1112,21 @@ def _exit(status: str) -> int:
 
 def run(args) -> int:
     from .distinguish import _backends, _parse_value
+
+    if getattr(args, "all", False):
+        if args.claim == "symmetry":
+            args.patterns = list(args.targets)
+        elif args.claim == "unobservable":
+            args.change, args.patterns = args.A, ([args.change] if args.change else []) + args.patterns
+        else:
+            args.patterns = ([args.A] if args.A else []) + args.patterns
+        return run_verb("prove", lambda: _campaign.prove_all(args), _exit, render, public,
+                        args.json)
+    if args.claim != "symmetry" and (args.A is None or getattr(args, "patterns", None) or
+                                     (args.claim == "unobservable" and args.change is None)):
+        return run_verb("prove", lambda: (_ for _ in ()).throw(BadInput(
+            f"prove {args.claim}: expected {'A PARAM=VALUE' if args.claim == 'unobservable' else 'A'}"
+            f" (or --all [PATTERN ...])")), _exit, render, public, args.json)
 
     def compute():
         backends = _backends(args.replay)
@@ -1090,7 +1146,7 @@ def run(args) -> int:
             else:
                 if args.emit_smt2:
                     raise BadInput("--emit-smt2 takes one group (name one instruction)")
-                results = prove_symmetry_many(groups, args.jobs, solver=args.solver,
+                results = prove_symmetry_many(groups, args.jobs or 0, solver=args.solver,
                                               timeout=args.timeout, method=args.method,
                                               save=args.save, backends=backends,
                                               twin=not args.no_twin)
@@ -1124,7 +1180,7 @@ def run(args) -> int:
                 res = prove_unobservable(resolve(args.A), k.strip(), _parse_value(v),
                                          method=args.method, **kw)
             elif args.claim == "monotonic":
-                res = prove_monotonic(resolve(args.A), **kw)
+                res = prove_monotonic(resolve(args.A), hint=args.hint, search=args.search, **kw)
             elif args.claim == "bound":
                 res = prove_bound(resolve(args.A), rounds=args.rounds, method=args.method, **kw)
             else:  # pragma: no cover - argparse restricts the choices
