@@ -51,7 +51,7 @@ from .. import fp, isa, mma
 from .. import theory as _theory
 from ..bits import BV, INT, NUMPY, Z3Backend, ite
 from .solvers import Result, SOLVERS, solve, to_smt2
-from .store import PROOFS, sha256
+from .store import lemma_dir, lemma_dirs, read_lemma, sha256
 
 __all__ = [
     "BadInput", "InternalError", "Model", "resolve", "Inputs", "Witness", "parse_where",
@@ -623,15 +623,12 @@ class Cache:
         if sha in self.mem:
             self.hits += 1
             return self.mem[sha]
-        if self.root is not None:
-            p = self.root / f"{sha}.json"
-            if p.exists():
-                d = json.loads(p.read_text())
-                if d.get("status") == "unsat":
-                    r = Result("unsat", d["solver"], d.get("solver_version", ""), d["seconds"])
-                    self.mem[sha] = r
-                    self.hits += 1
-                    return r
+        if self.root is not None:     # this folder, then the store's and the shipped proofs/cache
+            r = read_lemma(sha, list(dict.fromkeys([Path(self.root).resolve(), *lemma_dirs()])))
+            if r is not None:
+                self.mem[sha] = r
+                self.hits += 1
+                return r
         return None
 
     def put(self, sha: str, text: str, r: Result, persist: bool = False) -> None:
@@ -648,9 +645,16 @@ class Cache:
                  "lemma is this query; unsat proves it)"}, indent=1) + "\n")
 
 
-#: The process-wide cache; `prove --save` points it at proofs/cache.
+#: The process-wide cache; `prove --save` points it at the store's proofs/cache
+#: (store.lemma_dir()).
 CACHE = Cache()
-CACHE_DIR = PROOFS / "cache"
+
+
+def __getattr__(name: str):
+    # CACHE_DIR, the module constant before the store existed (prefer store.lemma_dir())
+    if name == "CACHE_DIR":
+        return lemma_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def solve_cached(text: str, solver: str, timeout: float | None, persist: bool = False,

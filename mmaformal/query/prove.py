@@ -68,12 +68,12 @@ from .. import fp, isa, mma
 from .. import theory as _theory
 from ..bits import BV, INT, Z3Backend, bvmax, clz, ite
 from . import decompose as _dec
-from .distinguish import (BadInput, CACHE, CACHE_DIR, EXIT_INTERNAL, EXIT_OK,
+from .distinguish import (BadInput, CACHE, EXIT_INTERNAL, EXIT_OK,
                           EXIT_REFUTED, EXIT_UNKNOWN, InternalError, Inputs, Model, Witness,
                           _hex, add_common, approx_equal, build, check, equivalence_twin,
                           evaluate, free_vars, mutate, neg_bits, portable, replay, resolve,
                           resolve_pair, run_verb, search, smt2_text, verb_main)
-from .store import PROOFS, sha256
+from .store import lemma_dir, proofs_dir, sha256
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
            "prove_bound", "symmetry_groups", "value_lt", "store_equivalence", "add_parser",
@@ -385,7 +385,7 @@ def prove_symmetry_many(groups: list[list[str]], jobs: int = 0, **opts) -> list[
         tmp = tempfile.TemporaryDirectory(prefix="mmaformal-lemmas-")
         opts["cache_dir"] = tmp.name
     else:
-        opts["cache_dir"] = str(CACHE_DIR)
+        opts["cache_dir"] = str(lemma_dir())
     tasks = [(g, opts) for g in groups]
     try:
         if jobs <= 1 or len(tasks) <= 1:
@@ -937,7 +937,7 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
         if not twin or twin.get("status") != "sat":
             res["reason"] = (res.get("reason", "") + "; not stored: no broken twin was refuted").strip("; ")
             return saved
-        d = PROOFS / group
+        d = proofs_dir() / group
         d.mkdir(parents=True, exist_ok=True)
         name = _slug(res.get("group", [models[0].ins.name])[0] if group == "symmetry" else
                      "--".join(m.label for m in models))
@@ -963,11 +963,12 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
             rec["parts"] = res["parts"]
             rec["combination"] = res.get("combination", "")
             texts = res.get("_texts", {})
+            cache_dir = lemma_dir()
             for p in res["parts"]:
-                q = CACHE_DIR / f"{p['sha256']}.smt2"
+                q = cache_dir / f"{p['sha256']}.smt2"
                 if not q.exists():
                     from .solvers import Result
-                    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+                    cache_dir.mkdir(parents=True, exist_ok=True)
                     q.write_text(texts[p["sha256"]])
                     q.with_suffix(".json").write_text(json.dumps(
                         {"status": "unsat", "verdict": "proved", "solver": p["solver"],
@@ -1077,7 +1078,7 @@ def run(args) -> int:
         kw = dict(solver=args.solver, timeout=args.timeout, save=args.save, emit=args.emit_smt2,
                   backends=backends)
         if args.save:
-            CACHE.root = CACHE_DIR
+            CACHE.root = lemma_dir()
         if args.claim == "symmetry":
             groups = symmetry_groups(args.targets, args.set)
             if not groups:
@@ -1141,7 +1142,7 @@ def main(argv=None) -> int:
 def prune_cache(root: Path | None = None) -> list[str]:
     """Remove proved lemmas in proofs/cache that no stored proof references any more (after
     re-proving stale claims). Returns the removed sha256s."""
-    root = root or PROOFS
+    root = root or proofs_dir()
     used = set()
     for g in CLAIMS:
         for p in sorted((root / g).glob("*.json")) if (root / g).exists() else []:
