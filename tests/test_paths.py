@@ -26,7 +26,8 @@ def _cli(*args, env=None, cwd=None):
     e = dict(os.environ)
     e.pop(ENV, None)
     e.update(env or {})
-    e["PYTHONPATH"] = str(paths.PACKAGE.parent) + os.pathsep + e.get("PYTHONPATH", "")
+    if paths.checkout() is not None:     # the package under test, not another installed one
+        e["PYTHONPATH"] = str(paths.PACKAGE.parent) + os.pathsep + e.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-m", "mmaformal", *args], capture_output=True,
                           text=True, env=e, cwd=cwd, timeout=300)
 
@@ -62,9 +63,12 @@ def test_module_imports_stdlib_only():
             assert {a.name for a in node.names} <= {"os", "sys", "tempfile"}
 
 
-def test_shipped_data_is_found_from_the_checkout():
+def test_shipped_data_is_found():
     root = paths.shipped()
-    assert paths.checkout() == root == paths.PACKAGE.parent
+    if paths.checkout() is None:        # the tests run against an installed wheel
+        assert root == paths.PACKAGE / "_data"
+    else:
+        assert paths.checkout() == root == paths.PACKAGE.parent
     assert sorted(p.name for p in paths.shipped("theories").glob("*.toml"))
     assert list((paths.shipped("theories") / "families").glob("*.toml"))
     assert (paths.shipped("proofs") / "cache").is_dir()
@@ -72,6 +76,8 @@ def test_shipped_data_is_found_from_the_checkout():
 
 
 def test_store_default_in_a_checkout_is_the_checkout(monkeypatch):
+    if paths.checkout() is None:
+        pytest.skip("the tests run against an installed package (test_installed_default_is_the_per_user_folder)")
     monkeypatch.delenv(ENV, raising=False)
     assert paths.store_root() == (paths.checkout(), "checkout")
     assert paths.store("proofs") == paths.checkout().resolve() / "proofs"
