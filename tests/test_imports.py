@@ -24,10 +24,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "mmaformal"
 
 #: DESIGN.md "Layers": the layer of each module (the first matching prefix wins). _cache (a
-#: content-keyed file cache) and compile (the compiled back-end of the bits vocabulary) sit with
+#: content-keyed file cache), paths (where data is read and written; stdlib only) and compile
+#: (the compiled back-end of the bits vocabulary) sit with
 #: bits; every other module is a front end.
 LAYERS = [
-    ("mmaformal._cache", 1), ("mmaformal.bits", 1), ("mmaformal.compile", 1),
+    ("mmaformal._cache", 1), ("mmaformal.paths", 1), ("mmaformal.bits", 1),
+    ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
     ("mmaformal.isa", 4), ("mmaformal.theory", 4),

@@ -40,7 +40,7 @@ import sys
 from typing import Sequence
 
 from . import cex
-from .cache import CACHE, CACHE_DIR, Cache, solve_cached
+from .cache import CACHE, Cache, solve_cached
 from .frame import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput,
                     InternalError, add_common, run_verb, verb_main)
 from .model import (BACKENDS, WHERE_HELP, Inputs, Model, Witness, _hex, approx_equal, check,
@@ -62,6 +62,14 @@ __all__ = [
     "approx_equal", "free_vars", "check_same_formats", "step_diff", "add_common", "run_verb",
     "verb_main", "BACKENDS", "WHERE_HELP", "parse_backends", "_hex",
 ]
+
+
+def __getattr__(name: str):
+    # CACHE_DIR: the store's proofs/cache, read when asked (mmaformal.query.cache)
+    if name == "CACHE_DIR":
+        from .store import lemma_dir
+        return lemma_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def distinguish(A: str, B: str, where: Sequence[str] = (), count: int = 1,

@@ -23,10 +23,9 @@ from typing import Sequence
 from .. import fp, mma
 from .. import theory as _theory
 from . import cex
-from .cache import CACHE_DIR
 from .claims import CLAIMS, outcome
 from .model import Model
-from .store import PROOFS, sha256
+from .store import lemma_dir, proofs_dir, sha256
 
 __all__ = ["depends", "save_result", "store_equivalence", "prune_cache"]
 
@@ -68,7 +67,7 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
         if not twin or twin.get("status") != "sat":
             res["reason"] = (res.get("reason", "") + "; not stored: no broken twin was refuted").strip("; ")
             return saved
-        d = PROOFS / group
+        d = proofs_dir() / group
         d.mkdir(parents=True, exist_ok=True)
         name = _slug(res.get("group", [models[0].ins.name])[0] if group == "symmetry" else
                      "--".join(m.label for m in models))
@@ -94,10 +93,11 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
             rec["parts"] = res["parts"]
             rec["combination"] = res.get("combination", "")
             texts = res.get("_texts", {})
+            cache_dir = lemma_dir()
             for p in res["parts"]:
-                q = CACHE_DIR / f"{p['sha256']}.smt2"
+                q = cache_dir / f"{p['sha256']}.smt2"
                 if not q.exists():
-                    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+                    cache_dir.mkdir(parents=True, exist_ok=True)
                     q.write_text(texts[p["sha256"]])
                     q.with_suffix(".json").write_text(json.dumps(
                         {"status": "unsat", "verdict": "proved", "solver": p["solver"],
@@ -116,7 +116,7 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
 def prune_cache(root: Path | None = None) -> list[str]:
     """Remove proved lemmas in proofs/cache that no stored proof references any more (after
     re-proving stale claims). Returns the removed sha256s."""
-    root = root or PROOFS
+    root = root or proofs_dir()
     used = set()
     for g in CLAIMS:
         for p in sorted((root / g).glob("*.json")) if (root / g).exists() else []:

@@ -68,7 +68,7 @@ from .. import fp, isa, mma
 from .. import theory as _theory
 from ..bits import BV, Z3Backend, clz, ite
 from . import decompose as _dec
-from .cache import CACHE, CACHE_DIR
+from .cache import CACHE
 from .claims import (CLAIMS, SYMMETRY_STATEMENT, approx_int as _approx_int,
                      bound_blocks as _bound_blocks, bound_concrete as _bound_concrete, neg_int as
                      _neg_int, neg_witness as _neg_witness, outcome, value_lt)
@@ -78,7 +78,7 @@ from .model import (Inputs, Model, _hex, _parse_value, approx_equal, check, muta
                     parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
 from .proofs import depends, prune_cache, save_result, store_equivalence
 from .search import build, constraints_satisfiable, equivalence_twin, search
-from .store import sha256
+from .store import lemma_dir, sha256
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
            "prove_bound", "symmetry_groups", "equiv_decomposed", "add_parser", "run",
@@ -328,7 +328,7 @@ def prove_symmetry_many(groups: list[list[str]], jobs: int = 0, **opts) -> list[
         tmp = tempfile.TemporaryDirectory(prefix="mmaformal-lemmas-")
         opts["cache_dir"] = tmp.name
     else:
-        opts["cache_dir"] = str(CACHE_DIR)
+        opts["cache_dir"] = str(lemma_dir())
     tasks = [(g, opts) for g in groups]
     try:
         if jobs <= 1 or len(tasks) <= 1:
@@ -898,7 +898,7 @@ def run(args) -> int:
         kw = dict(solver=args.solver, timeout=args.timeout, save=args.save, emit=args.emit_smt2,
                   backends=backends)
         if args.save:
-            CACHE.root = CACHE_DIR
+            CACHE.root = lemma_dir()
         if args.claim == "symmetry":
             groups = symmetry_groups(args.targets, args.set)
             if not groups:
