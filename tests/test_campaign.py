@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mmaformal.query import campaign as C
-from mmaformal.query.store import PROOFS
+from mmaformal.query.store import lemma_dirs
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -38,7 +38,7 @@ FACTOR = """(set-logic QF_BV)
 def _lemmas(n):
     """n stored lemma queries (small, UNSAT) with their recorded verdicts."""
     out = []
-    for p in sorted((PROOFS / "cache").glob("*.json")):
+    for p in sorted(lemma_dirs()[0].glob("*.json")):
         rec = json.loads(p.read_text())
         q = p.with_suffix(".smt2")
         if rec.get("status") == "unsat" and q.exists() and q.stat().st_size < 20000:

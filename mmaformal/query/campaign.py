@@ -30,8 +30,9 @@ Invariants:
   a lost node loses no finished verdict. A torn last line (power loss mid-write) is ignored.
 
 May import: the standard library, pebble, tqdm, ray (lazily; the optional extra
-`mmaformal[cluster]`), mmaformal.query.distinguish (BadInput) and, in the job functions,
-the query modules whose verbs they run.
+`mmaformal[cluster]`), mmaformal._cache, mmaformal.query.solvers and .frame. The verbs that
+run campaigns (prove --all, distinguish --all-pairs, ...) import this module and name their
+own job functions ("module:function", imported by the worker), so nothing here imports a verb.
 """
 from __future__ import annotations
 
@@ -47,10 +48,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .distinguish import BadInput
+from .frame import BadInput
 
 __all__ = ["Job", "run", "execute", "Progress", "default_workers", "add_options",
-           "options_of", "solve_job", "check_job", "DIED", "KILLED", "Interrupted"]
+           "options_of", "default_limit", "store_path", "solve_job", "check_job", "DIED", "KILLED",
+           "Interrupted"]
 
 DIED = "worker died"
 KILLED = "killed at the limit"
@@ -154,7 +156,8 @@ def _unknown(job: Job, reason: str, seconds: float) -> dict:
 
 def _error(e: BaseException) -> dict:
     msg = str(e).strip().splitlines()
-    return {"status": "error", "reason": f"{type(e).__name__}: {msg[-1] if msg else ''}"[:500]}
+    return {"status": "error", "exception": type(e).__name__,
+            "reason": (msg[-1] if msg else type(e).__name__)[:500]}
 
 
 # ---- back-ends -------------------------------------------------------------------------------
@@ -407,136 +410,9 @@ def check_job(seconds: float = 0.0, exit_code: int | None = None, status: str = 
     return {"status": status, "seconds": round(time.perf_counter() - t0, 3), "pid": os.getpid()}
 
 
-# ---- prove CLAIM --all: one job per group of instructions with one query -------------------
-
-def prove_job(claim: str, names: list[str], solver: str = "bitwuzla",
-              timeout: float | None = 60, method: str = "auto", twin: bool = True,
-              change: tuple[str, object] | None = None, rounds: int = 4, hint: int = 2,
-              search: float = 10,
-              backends: Sequence[str] = ("int", "numpy", "compiled")) -> dict:
-    """Prove or refute `claim` on the first instruction of a group whose instructions share
-    one query (same traced model and K; `prove.claim_groups`); the result names the group.
-    The stores are written by the driver (`save_group`), from the private keys kept here."""
-    from . import prove as _p
-    from .distinguish import resolve
-    m = resolve(names[0])
-    backends = tuple(backends)
-    if claim == "symmetry":
-        res = _p.prove_symmetry(m, solver, timeout, method, False, None, backends, twin, names)
-    elif claim == "monotonic":
-        res = _p.prove_monotonic(m, solver, timeout, False, None, backends, hint=hint,
-                                  search=search)
-    elif claim == "bound":
-        res = _p.prove_bound(m, solver, timeout, False, None, backends, rounds, method)
-    elif claim == "unobservable":
-        res = _p.prove_unobservable(m, change[0], change[1], solver=solver, timeout=timeout,
-                                    method=method, backends=backends)
-    else:
-        raise BadInput(f"prove --all takes symmetry, monotonic, bound or unobservable, not {claim!r}")
-    res["group"] = list(names)
-    if res["status"] == "proved" and res.get("twin") is None and twin and claim != "symmetry":
-        res["reason"] = (res.get("reason", "") + "; no broken twin").strip("; ")
-    return res
-
-
-ALL_CLAIMS = ("symmetry", "monotonic", "bound", "unobservable")
-
-
-def _applies(claim: str, names: list[str], change) -> str:
-    """Why `claim` does not apply to a group ("" when it does)."""
-    from . import prove as _p
-    from .distinguish import resolve
-    m = resolve(names[0])
-    if claim == "bound":
-        try:
-            _p._bound_check(m)
-        except BadInput as e:
-            if "accumulate" in str(e):
-                return "accumulate = add, operand conversion or a k order"
-            return (f"{m.theory.op}" + (" with block scales" if m.ins.scale else "")
-                    + ": outside Table 9's T-FDPA/TR-FDPA/GTR-FDPA bound")
-    if claim == "unobservable" and change[0] not in m.theory.param_dict:
-        return f"no parameter {change[0]}"
-    return ""
-
-
-def claim_groups(claim: str, patterns: Sequence[str] = (), change=None
-                 ) -> tuple[list[list[str]], dict[str, int]]:
-    """The catalog instructions matching `patterns` (fnmatch; all when empty), grouped by one
-    query (prove._arith_key: theory content without its id, operand formats, K), restricted to
-    the groups the claim applies to. Returns (groups, {reason: instructions left out})."""
-    import fnmatch
-
-    from .. import isa
-    from .. import theory as _theory
-    from . import prove as _p
-    cat = isa.catalog()
-    names: list[str] = []
-    for pat in patterns or ["*"]:
-        hit = [n for n in cat if fnmatch.fnmatch(n, pat)] if any(c in pat for c in "*?[") else \
-            [n for n in cat if n == pat]
-        if not hit:
-            raise BadInput(f"pattern {pat!r} matches no instruction")
-        names.extend(hit)
-    ts = _theory.default()
-    groups: dict[str, list[str]] = {}
-    for n in dict.fromkeys(names):
-        ins = isa.lookup(n)
-        groups.setdefault(_p._arith_key(ts.theories_for(ins)[0], ins), []).append(n)
-    out, left = [], {}
-    for g in groups.values():
-        g = sorted(g)
-        why = _applies(claim, g, change)
-        if why:
-            left[why] = left.get(why, 0) + len(g)
-        else:
-            out.append(g)
-    return out, left
-
-
-def stored_verdicts(claim: str, change=None) -> dict[str, str]:
-    """instruction -> the stored record (proofs/<claim>/ with its twin refuted, or
-    counterexamples/<claim>/) that covers it."""
-    from . import cex
-    from .store import PROOFS
-    out: dict[str, str] = {}
-    tag = None if change is None else f"parameter {change[0]} = {change[1]!r} "
-    for p in sorted((PROOFS / claim).glob("*.json")) if (PROOFS / claim).exists() else []:
-        rec = json.loads(p.read_text())
-        if rec.get("verdict") != "proved" or (rec.get("twin") or {}).get("status") != "sat":
-            continue
-        if tag and not rec.get("claim", "").startswith(tag):
-            continue
-        for n in rec.get("instructions") or [m["instruction"] for m in rec.get("models", [])]:
-            out.setdefault(n, str(p))
-    d = cex.ROOT / claim
-    for p in sorted(d.glob("*.json")) if d.exists() else []:
-        rec = json.loads(p.read_text())
-        if tag and not rec.get("claim", "").startswith(tag):
-            continue
-        names = (rec.get("tool") or {}).get("group") or [rec["models"][0]["instruction"]]
-        for n in names:
-            out.setdefault(n, str(p))
-    return out
-
-
-def save_group(claim: str, change=None) -> Callable[[Job, dict], dict]:
-    """on_result for prove --all --save: the group's record through prove.save_result."""
-    def save(job: Job, r: dict) -> dict:
-        from . import prove as _p
-        from .distinguish import mutate, resolve
-        if r.get("status") not in ("proved", "refuted"):
-            return {}
-        m = resolve(r["group"][0])
-        models = [m]
-        if claim == "unobservable":
-            p, v = change
-            models = [m, mutate(m, {p: v}, label=f"{m.label}[{p}={v}]")]
-        return {"saved": _p.save_result(claim, r, models, r.get("query_text") or "")}
-    return save
-
-
-def _store_path(kind: str, jobs: Sequence[Job]) -> Path:
+def store_path(kind: str, jobs: Sequence[Job]) -> Path:
+    """The default progress store of a campaign: the per-user cache folder, keyed by the
+    jobs (ids, functions, arguments, limits), so the same command resumes the same campaign."""
     import hashlib
 
     from .._cache import cache_dir
@@ -544,120 +420,3 @@ def _store_path(kind: str, jobs: Sequence[Job]) -> Path:
                                     sort_keys=True, default=str).encode()).hexdigest()[:12]
     return cache_dir() / "campaigns" / f"{kind}-{key}.jsonl"
 
-
-def summarize(claim: str, groups: list[list[str]], results: list[dict], stored: dict,
-              left: dict) -> dict:
-    """Coverage of one claim: instructions and groups by verdict (stored ones counted as
-    their record says)."""
-    by = {r["group"][0] if r.get("group") else r["job"].split("/", 1)[1]: r for r in results}
-    row = {"claim": claim, "instructions": sum(map(len, groups)), "groups": len(groups),
-           "proved": 0, "refuted": 0, "unknown": 0, "error": 0, "stored_before": 0,
-           "groups_proved": 0, "groups_refuted": 0, "groups_unknown": 0, "groups_error": 0,
-           "not_applicable": left, "unknowns": []}
-    for g in groups:
-        r = by.get(g[0])
-        if r is None:
-            st = "refuted" if "counterexamples" in stored.get(g[0], "") else "proved"
-            row["stored_before"] += len(g)
-        else:
-            st = r["status"] if r["status"] in ("proved", "refuted", "unknown") else "error"
-            if st == "proved" and (r.get("twin") or {}).get("status") != "sat":
-                st = "unknown"            # a proof without its broken twin refuted is no proof
-            if st in ("unknown", "error"):
-                row["unknowns"].append({"group": g, "status": r["status"],
-                                        "solver": r.get("solver", ""),
-                                        "seconds": r.get("seconds"),
-                                        "reason": r.get("reason", "")})
-        row[st] += len(g)
-        row["groups_" + st] += 1
-    return row
-
-
-def prove_all(args) -> int:
-    """`mmaformal prove CLAIM --all [PATTERN ...]`: one job per group, through `run`."""
-    from .distinguish import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, _backends, _parse_value
-    claim = args.claim
-    if claim not in ALL_CLAIMS:
-        raise BadInput(f"prove {claim} takes no --all (only {', '.join(ALL_CLAIMS)})")
-    change = None
-    if claim == "unobservable":
-        if not args.change or "=" not in args.change:
-            raise BadInput("prove unobservable --all PARAM=VALUE [PATTERN ...]")
-        k, v = args.change.split("=", 1)
-        change = (k.strip(), _parse_value(v))
-    patterns = list(args.patterns or [])
-    groups, left = claim_groups(claim, patterns, change)
-    if not groups:
-        raise BadInput(f"prove {claim} applies to none of the {sum(left.values())} "
-                       f"instructions matched ({'; '.join(left)})")
-    stored = {} if args.redo else stored_verdicts(claim, change)
-    todo = [g for g in groups if not all(n in stored for n in g)]
-    limit = default_limit(args)
-    backends = list(_backends(args.replay))
-    jobs = [Job(f"{claim}/{g[0]}", "mmaformal.query.campaign:prove_job",
-                dict(claim=claim, names=g, solver=args.solver, timeout=args.timeout,
-                     method=getattr(args, "method", "auto"), twin=not args.no_twin,
-                     change=list(change) if change else None,
-                     rounds=getattr(args, "rounds", 4), hint=getattr(args, "hint", 2),
-                     search=getattr(args, "search", 10),
-                     backends=backends), limit)
-            for g in todo]
-    opts = options_of(args)
-    if not opts["progress"]:
-        opts["progress"] = _store_path(f"prove-{claim}", jobs)
-    if args.save:
-        from .store import PROOFS
-        for d in (PROOFS, PROOFS.parent / "counterexamples"):
-            if not os.access(d if d.exists() else d.parent, os.W_OK):
-                raise BadInput(f"cannot write the store {d}")
-    banner = None if args.json else (
-        f"prove {claim} --all: {sum(map(len, groups))} instructions in {len(groups)} groups; "
-        f"{len(groups) - len(todo)} groups have a stored verdict; {len(jobs)} jobs on "
-        f"{'Ray ' + opts['ray'] if opts['ray'] else 'a local pool'}; progress store "
-        f"{opts['progress']}")
-    t0 = time.perf_counter()
-    results = run(jobs, as_json=args.json, banner=banner,
-                  on_result=save_group(claim, change) if args.save else None, **opts)
-    row = summarize(claim, groups, results, stored, left)
-    row["wall_seconds"] = round(time.perf_counter() - t0, 1)
-    if args.json:
-        print(json.dumps({"summary": row}, sort_keys=True))
-    else:
-        print(f"| claim | instructions | groups | proved | refuted | unknown | error |\n"
-              f"|---|---|---|---|---|---|---|\n"
-              f"| {claim} | {row['instructions']} | {row['groups']} | {row['proved']} | "
-              f"{row['refuted']} | {row['unknown']} | {row['error']} |")
-        for u in row["unknowns"]:
-            print(f"{u['status']}: {u['group'][0]} (+{len(u['group']) - 1}) {u['solver']} "
-                  f"{u['seconds']} s: {u['reason']}")
-        if left:
-            print("not applicable: " + "; ".join(f"{k}: {v}" for k, v in left.items()))
-        print(f"wall {row['wall_seconds']} s")
-    if row["unknown"] or row["error"]:
-        return EXIT_UNKNOWN
-    return EXIT_REFUTED if row["refuted"] else EXIT_OK
-
-
-def add_all_options(c: argparse.ArgumentParser, jobs_flag: bool = True,
-                    twin_flag: bool = True) -> None:
-    """The options of `prove CLAIM --all`."""
-    c.add_argument("--all", action="store_true",
-                   help="every catalog instruction (or those matching the PATTERNs): one job per "
-                        "group of instructions with one query, through the campaign runner")
-    c.add_argument("--redo", action="store_true",
-                   help="with --all: also the groups that have a stored verdict")
-    if twin_flag:
-        c.add_argument("--no-twin", action="store_true", help="skip the broken twins (faster; "
-                       "a proof without its twin is not stored)")
-    add_options(c, jobs_flag)
-
-
-def search_probe(name: str, budget: float = 2.0) -> dict:
-    """The concrete monotonicity witness search alone (no solver, nothing replayed here):
-    "refuted" when it finds a candidate pair, else "unknown" (used to size a campaign)."""
-    from .distinguish import resolve
-    from .witness_search import monotonic_pair
-    m = resolve(name)
-    r = monotonic_pair(m, budget=budget)
-    return {"status": "unknown" if r is None else "refuted", "theory": m.theory.id,
-            "reason": "" if r is None else f"addend {r[2]}"}

@@ -18,7 +18,8 @@ first pair whose outputs decrease (as real numbers, NaN outputs excluded) is ret
 Invariant: a result is a candidate, not a verdict: the caller replays it on every back-end
 before it is reported or stored (prove.prove_monotonic does), so a wrong search can only miss.
 
-May import: numpy, mmaformal.bits, mmaformal.fp, mmaformal.query.distinguish.
+May import: numpy, mmaformal.fp, mmaformal.query.model and .pool (numpy lanes over the one
+definition, Model.dot).
 """
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ import time
 import numpy as np
 
 from .. import fp
-from ..bits import NUMPY
-from .distinguish import Model, Witness, _one
+from .model import Model, _one
+from .pool import _UINT, Batch, evaluate
 
 __all__ = ["monotonic_pair", "order_key", "is_nan"]
 
@@ -59,27 +60,14 @@ def _code(f: fp.Format, e: np.ndarray, m: np.ndarray) -> np.ndarray:
     return np.clip(c, 1, f.max_code)
 
 
-def _dot(m: Model, a, b, c, sa, sb) -> np.ndarray:
-    ins = m.ins
-    st = lambda name: fp.fmt(name).storage
-    dt = lambda name: object if st(name) > 62 else np.int64
-    lift = lambda arr, name: NUMPY.lift(np.asarray(arr, dtype=dt(name)), st(name))
-    K = m.k
-    A = [lift(a[:, k], ins.a) for k in range(K)]
-    B = [lift(b[:, k], ins.b) for k in range(K)]
-    C = lift(c, ins.c)
-    SA = [lift(sa[:, j], ins.scale) for j in range(sa.shape[1])] if sa is not None else None
-    SB = [lift(sb[:, j], ins.scale) for j in range(sb.shape[1])] if sb is not None else None
-    d = m.dot(NUMPY, A, B, C, SA, SB)
-    return np.asarray(d.v).astype(object).reshape(-1)
-
-
 def _candidates(m: Model, rng: np.random.Generator, n: int, family: int):
     fa, fb, fc = (fp.fmt(x) for x in (m.ins.a, m.ins.b, m.ins.c))
     K = m.k
     # the stepping addend's exponent E, products spread over [E - spread, E - 1]
     lo = max(fa.emin + fb.emin, fc.emin) + 2
     hi = min(fa.emax + fb.emax, fc.emax) - 2
+    if family == 0:              # c may stand far above every product
+        hi = fc.emax - 1
     E = rng.integers(lo, max(lo + 1, hi), n)
     F = m.theory.param_dict.get("F")
     F = F if isinstance(F, int) else 2 * (fa.t + fb.t)
@@ -125,31 +113,26 @@ def monotonic_pair(m: Model, budget: float = 10.0, batch: int = 512, seed: int =
     ins = m.ins
     fd = fp.fmt(ins.d)
     rng = np.random.default_rng(seed)
-    ns = m.nscale
-    sa = sb = None
+    dt = lambda f: _UINT[fp.fmt(f).storage]
+    sa = None
     if ins.scale:
-        sa = np.full((batch, ns), _one(ins.scale), dtype=np.int64)
-        sb = sa.copy()
+        sa = np.full((batch, m.nscale), _one(ins.scale), dtype=np.uint8)
     t0 = time.perf_counter()
     round_ = 0
     while time.perf_counter() - t0 < budget:
         fam = round_ % 3
         round_ += 1
         a, b, c, a2, b2, c2, sel = _candidates(m, rng, batch, fam)
+        x = Batch(a.astype(dt(ins.a)), b.astype(dt(ins.b)), c.astype(dt(ins.c)), sa, sa)
+        y = Batch(a2.astype(dt(ins.a)), b2.astype(dt(ins.b)), c2.astype(dt(ins.c)), sa, sa)
         try:
-            d1 = _dot(m, a, b, c, sa, sb)
-            d2 = _dot(m, a2, b2, c2, sa, sb)
+            d1 = evaluate(m, x).astype(object)
+            d2 = evaluate(m, y).astype(object)
         except (OverflowError, ValueError):
             continue                  # a candidate batch outside a checked range: next one
-        d1a = np.array(d1, dtype=object)
-        d2a = np.array(d2, dtype=object)
-        ok = ~is_nan(d1a, fd) & ~is_nan(d2a, fd)
-        bad = np.nonzero(ok & (order_key(d2a, fd) < order_key(d1a, fd)))[0]
+        ok = ~is_nan(d1, fd) & ~is_nan(d2, fd)
+        bad = np.nonzero(ok & (order_key(d2, fd) < order_key(d1, fd)))[0]
         if len(bad):
             i = int(bad[0])
-            scale = [int(v) for v in sa[i]] if sa is not None else None
-            mk = lambda A, B, C: Witness(ins.a, ins.b, ins.c, [int(v) for v in A[i]],
-                                         [int(v) for v in B[i]], int(C[i]), ins.scale or "",
-                                         scale, list(scale) if scale else None)
-            return mk(a, b, c), mk(a2, b2, c2), int(sel[i])
+            return x.witness(i, ins), y.witness(i, ins), int(sel[i])
     return None
