@@ -181,3 +181,27 @@ def test_bad_input(args, msg):
     rc, out, err = _cli(*args)
     assert rc == 2, (rc, out, err)
     assert msg in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_prove_all_groups_store_and_resume(tmp_path):
+    """prove monotonic --all over two groups (1 and 33 instructions with one query each):
+    one job per group, one record per group naming every instruction it covers, replayed;
+    run again, the stored verdicts are found and nothing is re-run."""
+    from mmaformal.query import cex
+    pat = "sm9*/*.f32.bf16.bf16*"
+    args = ["--store", str(tmp_path), "prove", "monotonic", "--all", pat, "--save", "--json",
+            "-j", "2", "--timeout", "20", "--progress", str(tmp_path / "p.jsonl")]
+    rc, out, err = _cli(*args)
+    lines = [json.loads(x) for x in out.splitlines()]
+    summary = lines[-1]["summary"]
+    assert rc == 1, err                       # refuted, nothing unknown
+    assert len(lines) == 3 and summary["groups"] == 2 and summary["refuted"] == 34
+    recs = sorted((tmp_path / "counterexamples" / "monotonic").glob("*.json"))
+    assert len(recs) == 2
+    groups = sorted(len(json.loads(p.read_text())["tool"]["group"]) for p in recs)
+    assert groups == [1, 33]
+    for p in recs:
+        assert cex.replay_record(json.loads(p.read_text()), backends=("int", "numpy")) == []
+    rc, out, err = _cli(*args[:-2])           # a new progress store: the records decide
+    summary = json.loads(out.splitlines()[-1])["summary"]
+    assert rc == 1 and summary["stored_before"] == 34 and len(out.splitlines()) == 1

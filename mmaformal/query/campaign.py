@@ -412,11 +412,13 @@ def check_job(seconds: float = 0.0, exit_code: int | None = None, status: str = 
 
 def store_path(kind: str, jobs: Sequence[Job]) -> Path:
     """The default progress store of a campaign: the per-user cache folder, keyed by the
-    jobs (ids, functions, arguments, limits), so the same command resumes the same campaign."""
+    jobs (ids, functions, arguments but a shared cache folder `cache_dir`, limits), so the
+    same command resumes the same campaign."""
     import hashlib
 
     from .._cache import cache_dir
-    key = hashlib.sha256(json.dumps([[j.id, j.fn, j.kwargs, j.limit] for j in jobs],
+    key = hashlib.sha256(json.dumps([[j.id, j.fn, {k: v for k, v in j.kwargs.items()
+                                                   if k != "cache_dir"}, j.limit] for j in jobs],
                                     sort_keys=True, default=str).encode()).hexdigest()[:12]
     return cache_dir() / "campaigns" / f"{kind}-{key}.jsonl"
 

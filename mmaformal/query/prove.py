@@ -1027,12 +1027,16 @@ def prove_all(args) -> int:
     todo = [g for g in groups if not all(n in stored for n in g)]
     limit = _campaign.default_limit(args)
     backends = list(parse_backends(args.replay))
+    import tempfile
+    tmp = None if args.save else tempfile.TemporaryDirectory(prefix="mmaformal-lemmas-")
+    cache_dir = str(lemma_dir()) if args.save else tmp.name
     jobs = [_campaign.Job(f"{claim}/{g[0]}", "mmaformal.query.prove:prove_job",
                           dict(claim=claim, names=g, solver=args.solver, timeout=args.timeout,
                                method=getattr(args, "method", "auto"), twin=not args.no_twin,
                                change=list(change) if change else None,
                                rounds=getattr(args, "rounds", 4), hint=getattr(args, "hint", 2),
-                               scan=getattr(args, "scan", 10), backends=backends), limit)
+                               scan=getattr(args, "scan", 10), backends=backends,
+                               cache_dir=cache_dir), limit)
             for g in todo]
     opts = _campaign.options_of(args)
     if not opts["progress"]:
@@ -1050,8 +1054,16 @@ def prove_all(args) -> int:
         f"{'Ray ' + opts['ray'] if opts['ray'] else 'a local pool'}; progress store "
         f"{opts['progress']}")
     t0 = time.perf_counter()
-    results = _campaign.run(jobs, as_json=args.json, banner=banner,
-                            on_result=save_group(claim, change) if args.save else None, **opts)
+    try:
+        results = _campaign.run(jobs, as_json=args.json, banner=banner,
+                                on_result=save_group(claim, change) if args.save else None,
+                                **opts)
+    except _campaign.Interrupted as e:
+        print(f"mmaformal prove: {e}", file=sys.stderr, flush=True)
+        return 130
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
     row = summarize(claim, groups, results, stored, left)
     row["wall_seconds"] = round(time.perf_counter() - t0, 1)
     if args.json:
