@@ -382,11 +382,11 @@ def default_limit(args) -> float | None:
 # ---- generic jobs ----------------------------------------------------------------------------
 
 def solve_job(text: str, solver: str = "bitwuzla", timeout: float | None = None,
-              expect: str | None = None, **meta) -> dict:
+              expect: str | None = None, engine: str | None = None, **meta) -> dict:
     """Solve one SMT-LIB2 query (a stored proof or a case of a split). `expect`: the verdict
-    the record holds; `ok` says whether the answer matches it."""
+    the record holds; `ok` says whether the answer matches it. engine: bitwuzla's bv-solver."""
     from .solvers import solve
-    r = solve(text, solver, timeout)
+    r = solve(text, solver, timeout, bitwuzla_engine=engine)
     d = {"status": r.status, "solver": r.solver, "solver_version": r.version,
          "seconds": round(r.seconds, 3), "reason": r.reason, **meta}
     if expect is not None:
