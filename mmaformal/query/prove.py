@@ -993,10 +993,14 @@ def summarize(claim: str, groups: list[list[str]], results: list[dict], stored: 
             if st == "proved" and (r.get("twin") or {}).get("status") != "sat":
                 st = "unknown"
             if st in ("unknown", "error"):
+                why = r.get("reason", "")
+                if r["status"] == "proved":
+                    tw = r.get("twin") or {}
+                    why = (f"proved, but its broken twin was not refuted ({tw.get('status', 'none')}"
+                           f"{', %.1f s' % tw['seconds'] if tw.get('seconds') else ''})")
                 row["unknowns"].append({"group": g, "status": r["status"],
                                         "solver": r.get("solver", ""),
-                                        "seconds": r.get("seconds"),
-                                        "reason": r.get("reason", "")})
+                                        "seconds": r.get("seconds"), "reason": why})
         row[st] += len(g)
         row["groups_" + st] += 1
     return row
