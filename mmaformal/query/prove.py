@@ -74,7 +74,7 @@ from .claims import (CLAIMS, SYMMETRY_STATEMENT, approx_int as _approx_int,
                      _neg_int, neg_witness as _neg_witness, outcome, value_lt)
 from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
                     add_common, run_verb, verb_main)
-from .model import (Inputs, Model, _hex, arith_key, _parse_value, approx_equal, check, mutate, neg_bits,
+from .model import (Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check, mutate, neg_bits,
                     parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
 from .proofs import depends, prune_cache, save_result, store_equivalence
 from .search import build, constraints_satisfiable, equivalence_twin, search
@@ -957,6 +957,26 @@ def stored_verdicts(claim: str, change=None) -> dict[str, str]:
     return out
 
 
+def runs_of(claim: str, m: Model, r: dict, backends=("int", "numpy", "compiled")) -> list:
+    """The witness runs [(model, witness, output)] of a refutation rebuilt from its JSON result
+    (a progress-store line) and replayed again here: so a stored refutation survives the loss
+    of the process that found it (`save_group` uses it when the private runs are gone)."""
+    ins = m.ins
+    wj = lambda d: Witness.from_json(d, ins.a, ins.b, ins.c, ins.scale or "")
+    det = r.get("detail") or {}
+    ws = [wj(r["witness"])]
+    if claim == "symmetry":
+        ws.append(wj(det["negated_input"]))
+    elif claim == "monotonic":
+        ws.append(wj(det["witness2"]))
+    runs = [(m, w, replay([m], w, backends)[m.label]) for w in ws]
+    if claim == "monotonic" and not value_lt(runs[1][2], runs[0][2], ins.d):
+        raise InternalError(f"{m.label}: the stored monotonicity witness does not replay")
+    if claim == "symmetry" and _approx_int(runs[1][2], _neg_int(runs[0][2], ins.d), ins.d):
+        raise InternalError(f"{m.label}: the stored symmetry witness does not replay")
+    return runs
+
+
 def save_group(claim: str, change=None):
     """on_result of prove --all --save: the group's record through proofs.save_result (in the
     driver: workers write nothing)."""
@@ -964,6 +984,8 @@ def save_group(claim: str, change=None):
         if r.get("status") not in ("proved", "refuted"):
             return {}
         m = resolve(r["group"][0])
+        if r["status"] == "refuted" and "_runs" not in r and claim != "unobservable":
+            r["_runs"] = runs_of(claim, m, r)
         models = [m]
         if claim == "unobservable":
             p, v = change
