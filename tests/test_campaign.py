@@ -206,3 +206,22 @@ def test_prove_all_groups_store_and_resume(tmp_path):
     rc, out, err = _cli(*args[:-2])           # a new progress store: the records decide
     summary = json.loads(out.splitlines()[-1])["summary"]
     assert rc == 1 and summary["stored_before"] == 34 and len(out.splitlines()) == 1
+
+
+def test_distinguish_all_pairs(tmp_path):
+    """distinguish --all-pairs: sm80 and sm89 share one arithmetic for this qualifier (left
+    out), sm89 and sm90 differ: one job, one stored witness that replays."""
+    from mmaformal.query import cex
+    rc, out, err = _cli("--store", str(tmp_path), "distinguish", "--all-pairs",
+                        "sm8*/mma.m16n8k16.f32.f16.f16.f32", "sm90/mma.m16n8k16.f32.f16.f16.f32",
+                        "--save", "--json", "-j", "1", "--timeout", "30",
+                        "--progress", str(tmp_path / "p.jsonl"))
+    assert rc == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    s = lines[-1]["summary"]
+    assert s["pairs"] == 1 and s["same_arithmetic"] == 1 and s["by_status"] == {"distinguished": 1}
+    [p] = (tmp_path / "counterexamples" / "distinguish").glob("*.json")
+    rec = json.loads(p.read_text())
+    assert rec["tool"]["group"] == [["sm89/mma.m16n8k16.f32.f16.f16.f32",
+                                     "sm90/mma.m16n8k16.f32.f16.f16.f32"]]
+    assert cex.replay_record(rec, backends=("int", "numpy")) == []
