@@ -3,9 +3,15 @@ that is replayed concretely.
 
     mmaformal prove equiv A B [--instr NAME] [--where C ...] [--method M]
     mmaformal prove symmetry [TARGET ...] [--set nvidia-tfdpa|cdna3-tr] [--method M] [-j N]
-    mmaformal prove monotonic A
+    mmaformal prove monotonic A [--scan SEC] [--hint N]
     mmaformal prove bound A [--rounds N]
     mmaformal prove unobservable A PARAM=VALUE [--method M]
+    mmaformal prove symmetry|monotonic|bound --all [PATTERN ...]
+    mmaformal prove unobservable --all PARAM=VALUE [PATTERN ...]
+        --all: every catalog instruction (or those matching), grouped by one query
+        (model.arith_key), one campaign job per group (query.campaign: --jobs N, --ray
+        auto|local|ADDR, --progress FILE, --limit SEC, --retry-unknown, --redo); with --save one
+        record per group listing its instructions; groups with a stored verdict are skipped
     common: --solver S|portfolio --timeout SEC --save --emit-smt2 FILE --json
 
 Claims (the exact sentence is printed and stored with every result):
@@ -42,7 +48,8 @@ is "unknown" with the time spent, never "proved".
 Stores (--save): proofs/<claim>/<name>.json (+ .smt2 for monolithic queries), proved lemmas in
 proofs/cache/<sha256>.smt2|json, refutations in counterexamples/<claim>/.
 
-Exit codes (`run`): 0 proved, 1 refuted, 2 bad input, 3 internal error, 4 unknown.
+Exit codes (`run`): 0 proved, 1 refuted, 2 bad input, 3 internal error, 4 unknown (--all: 4
+when a group is unknown, else 1 when one is refuted; 130 interrupted, resumable).
 
 The claims' statements and concrete checks live in mmaformal.query.claims, their records in
 .proofs (proofs/) and .cex (counterexamples/), the equivalence query in .search.
@@ -528,10 +535,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
              f"increases, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
              f"outputs excluded) [monotonicity, Mikaitis 2024]"
              + (" (block scales: the same finite scales on both sides)" if ins.scale else ""))
-    K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
     kdim = m.k
-    u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
-    viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
 
     def pair(w1, w2, s):
         r1 = replay([m], w1, backends)[m.label]
@@ -541,15 +545,19 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
                                 f"{_hex(r2, ins.d)}")
         return w1, w2, r1, r2, s
 
-    def chk(model):
-        return pair(x.witness(model), y.witness(model), model.get("sel", 0))
     st, method, text = None, "monolithic", None
-    if scan:
+    if scan:                 # before the symbolic query is built: it costs seconds at K = 32
         found = monotonic_pair(m, budget=scan)
         if found is not None:
             st, info, method = "sat", pair(*found), "search"
             r = Result("sat", "search (numpy lanes)", "", _now() - t0)
-            text = smt2_text(cons + [viol])
+    if st is None:
+        K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
+        u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
+        viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
+
+    def chk(model):
+        return pair(x.witness(model), y.witness(model), model.get("sel", 0))
     if st is None and 0 < hint < kdim:
         zero = [(v == 0).v for inp in (x, y) for v in inp.a[hint:] + inp.b[hint:]]
         st, r, info, _ = _monolithic(lambda: cons + [viol] + zero, K, solver,
@@ -559,7 +567,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
     if st != "sat":
         st, r, info, text = _monolithic(lambda: cons + [viol], K, solver, timeout, t0, chk)
         method = "monolithic"
-    if emit:
+    if emit and text:
         Path(emit).write_text(text)
     if st == "unsat":
         res = outcome("proved", claim, [m], _now() - t0, r.solver, method="monolithic",
@@ -576,9 +584,9 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
     else:
         res = outcome("unknown", claim, [m], _now() - t0, r.solver, method="monolithic",
                       reason=r.reason)
-    res["query_sha256"] = sha256(text)
+    res["query_sha256"] = sha256(text) if text else None    # None: found by the search
     if save:
-        res["saved"] = save_result("monotonic", res, [m], text)
+        res["saved"] = save_result("monotonic", res, [m], text or "")
     res["seconds"] = round(_now() - t0, 3)
     return res
 
