@@ -5,7 +5,7 @@ the store and the shipped records (prove.stored_verdicts). Progress stores of ca
 (--progress FILE.jsonl, one per claim) add the unknowns: solver and time of each group that a
 campaign left undecided.
 
-    python3 bench/coverage_table.py [--progress CLAIM=FILE.jsonl ...] [--json]
+    python3 bench/coverage_table.py [--progress CLAIM=FILE.jsonl ...] [--unknowns] [--json]
 
 May import: mmaformal (isa, query.prove).
 """
@@ -27,6 +27,7 @@ def main(argv=None) -> int:
     p.add_argument("--claims", default="symmetry,monotonic,bound")
     p.add_argument("--progress", action="append", default=[], metavar="CLAIM=FILE")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--unknowns", action="store_true", help="list every undecided group")
     a = p.parse_args(argv)
     prog = {}
     for x in a.progress:
@@ -70,6 +71,17 @@ def main(argv=None) -> int:
         if r["not_applicable"]:
             print(f"\n{r['claim']}: not applicable: " +
                   "; ".join(f"{k}: {v}" for k, v in r["not_applicable"].items()))
+    if a.unknowns:
+        for r in rows:
+            print(f"\n### {r['claim']}: undecided groups\n")
+            print("| first instruction of the group | instructions | campaign status | solver "
+                  "| seconds | reason |\n|---|---|---|---|---|---|")
+            for u in r["unknowns"]:
+                why = u["reason"].replace("|", "/")
+                if u["status"] == "proved":
+                    why = "proved, but no stored record (twin not refuted, or record not kept)"
+                print(f"| `{u['group']}` | {u['instructions']} | {u['status']} | {u['solver']} | "
+                      f"{u['seconds'] if u['seconds'] is not None else '-'} | {why} |")
     return 0
 
 
