@@ -262,3 +262,18 @@ def test_monotonic_block_scaled_refuted_and_replayed():
     assert res["status"] == "refuted" and "same finite scales" in res["claim"]
     w1, w2 = res["witness"], res["detail"]["witness2"]
     assert w1["scale_a"] == w2["scale_a"] and w1["scale_b"] == w2["scale_b"]
+
+
+def test_torn_progress_line_is_rerun(tmp_path):
+    """A line torn by a crash mid-write is ignored (that job runs again); the lines after it
+    are whole."""
+    store = tmp_path / "p.jsonl"
+    jobs = [C.Job(f"j{i}", "mmaformal.query.campaign:check_job", {"seconds": 0.01})
+            for i in range(3)]
+    C.run(jobs[:1], workers=1, progress=store, bar=False)
+    store.write_text(store.read_text() + '{"job": "j1", "status": "pro')
+    rs = C.run(jobs, workers=2, progress=store, bar=False)
+    assert [r["status"] for r in rs] == ["proved"] * 3
+    lines = store.read_text().splitlines()
+    assert len(lines) == 4 and sum(1 for x in lines if x.startswith('{"job": "j1", "status": "pro') and not x.endswith("}")) == 1
+    assert sorted(json.loads(x)["job"] for x in lines if x.endswith("}")) == ["j0", "j1", "j2"]

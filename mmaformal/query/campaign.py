@@ -126,6 +126,8 @@ class Progress:
                     if isinstance(r, dict) and "job" in r:
                         self.results[r["job"]] = r
             self._f = open(self.path, "a")
+            if self.path.stat().st_size and not self.path.read_bytes().endswith(b"\n"):
+                self._f.write("\n")      # end the torn line: the next one stands alone
         except OSError as e:
             raise BadInput(f"cannot write the progress store {self.path}: "
                            f"{e.strerror or e}") from None
