@@ -171,6 +171,10 @@ def _cli(*args):
 
 @pytest.mark.parametrize("args, msg", [
     (["prove", "symmetry", "--all", "sm90/nothing*"], "matches no instruction"),
+    (["prove", "unobservable", "--all", "sm90/*"], "PARAM=VALUE"),
+    (["prove", "unobservable", "--all", "nosuchparam=1", "sm90/mma.m16n8k16.f32.f16.f16.f32"],
+     "applies to none"),
+    (["distinguish", "--all-pairs", "sm70/*"], "no adjacent-architecture pair"),
     (["prove", "monotonic", "--all", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--jobs", "0"],
      "positive integer"),
     (["prove", "monotonic", "--all", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--redo",
