@@ -87,7 +87,7 @@ from .proofs import depends, prune_cache, save_result, store_equivalence
 from .search import build, constraints_satisfiable, equivalence_twin, search
 from .solvers import Result
 from .store import lemma_dir, sha256
-from .witness_search import monotonic_pair
+from .witness_search import monotonic_pair, symmetry_pair
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
            "prove_bound", "symmetry_groups", "equiv_decomposed", "add_parser", "run",
@@ -138,17 +138,21 @@ def _monolithic(assertions_fn, K, solver, timeout, t0, replay_check, obligations
         return "sat", r, info, text
 
 
+def _symmetry_pair_check(m: Model, w: Witness, wn: Witness, backends):
+    """Replay an asymmetry witness (x, -x) on every back-end: (w, wn, Phi(x), Phi(-x))."""
+    o1 = replay([m], w, backends)[m.label]
+    o2 = replay([m], wn, backends)[m.label]
+    fd = m.ins.d
+    if _approx_int(o2, _neg_int(o1, fd), fd):
+        raise InternalError(f"the symmetry witness does not replay: Phi(x) = "
+                            f"{_hex(o1, fd)}, Phi(-x) = {_hex(o2, fd)} on {w.to_json()}")
+    return w, wn, o1, o2
+
+
 def _symmetry_replay(m: Model, inp: Inputs, backends):
     def chk(model):
         w = inp.witness(model)
-        wn = _neg_witness(w)
-        o1 = replay([m], w, backends)[m.label]
-        o2 = replay([m], wn, backends)[m.label]
-        fd = m.ins.d
-        if _approx_int(o2, _neg_int(o1, fd), fd):
-            raise InternalError(f"the solver's symmetry witness does not replay: Phi(x) = "
-                                f"{_hex(o1, fd)}, Phi(-x) = {_hex(o2, fd)} on {w.to_json()}")
-        return w, wn, o1, o2
+        return _symmetry_pair_check(m, w, _neg_witness(w), backends)
     return chk
 
 
@@ -204,8 +208,14 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
                 why = f"lemma {parts[-1]['lemma']} {'failed' if status == 'failed' else 'undecided'}" \
                       f" (cuts over-approximate); monolithic query"
     if res is None:
-        st_, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
-                                         _symmetry_replay(m, inp, backends))
+        found = symmetry_pair(m, budget=5.0)   # random raw bits on numpy lanes first
+        if found is not None:
+            st_, r, info, text = ("sat", Result("sat", "search (numpy lanes)", "", _now() - t0),
+                                  _symmetry_pair_check(m, *found, backends), mono_text)
+            why = (why + "; " if why else "") + "witness from a random search, replayed"
+        else:
+            st_, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
+                                             _symmetry_replay(m, inp, backends))
         if st_ == "unsat":
             res = outcome("proved", claim, [m], _now() - t0, r.solver, method="monolithic",
                           query_text=text, solver_version=r.version, reason=why)
@@ -213,7 +223,7 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
             w, wn, o1, o2 = info
             fd = m.ins.d
             res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w.to_json(),
-                          method="monolithic", reason=why,
+                          method="search" if found is not None else "monolithic", reason=why,
                           detail={"negated_input": wn.to_json(), "output": _hex(o1, fd),
                                   "output_of_negated_input": _hex(o2, fd),
                                   "negated_output": _hex(_neg_int(o1, fd), fd)})
@@ -237,8 +247,13 @@ def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
     tw = Model(m.label + "[align=RD]", m.theory, m.base, m.changes, True, m.n)
     t0 = _now()
     K, inp, out, sout, bad = symmetry_query(tw)
-    st, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
-                                    _symmetry_replay(tw, inp, backends))
+    found = symmetry_pair(tw, budget=5.0)      # random raw bits on numpy lanes first
+    if found is not None:
+        st, r, info, text = ("sat", Result("sat", "search (numpy lanes)", "", _now() - t0),
+                             _symmetry_pair_check(tw, *found, backends), smt2_text([bad]))
+    else:
+        st, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
+                                        _symmetry_replay(tw, inp, backends))
     d = {"claim": f"{tw.label}: the same claim on the RD-twin (aligned terms rounded toward "
                   f"-inf instead of toward zero)", "status": st, "solver": r.solver,
          "seconds": round(_now() - t0, 3), "query_sha256": sha256(text)}
