@@ -40,9 +40,9 @@ LAYERS = [
 QUERY = {
     "solvers": 0,
     "frame": 1,
-    "model": 2,
+    "model": 2, "campaign": 2,
     "store": 3, "search": 3, "claims": 3, "pool": 3, "family": 3, "ieee": 3,
-    "cache": 4,
+    "cache": 4, "witness_search": 4,
     "decompose": 5, "cex": 5,
     "proofs": 6,
     "distinguish": 7, "prove": 7, "probes": 7,
