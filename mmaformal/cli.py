@@ -102,6 +102,8 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--a", required=True, help="comma-separated values (use --a=...)")
     q.add_argument("--b", required=True, help="comma-separated values")
     q.add_argument("--c", required=True, help="one value")
+    q.add_argument("--list-excluded", action="store_true",
+                   help="name every excluded instruction and its reason (default: a summary)")
     q.add_argument("--json", action="store_true")
 
     q = sub.add_parser("explain", help="white-box trace of one dot product")
@@ -388,11 +390,45 @@ def _cmd_compare(args) -> int:
     w = max((len(r["instruction"]) for r in done), default=20)
     for r in done:
         print(f"{r['instruction']:<{w}}  {r['output']:<18}  {r['value']:<24}  {r['theory']}")
-    if excl:
+    if excl and args.list_excluded:
         print(f"excluded ({len(excl)}):")
         for r in excl:
             print(f"  {r['instruction']}: {r['excluded']}")
+    elif excl:
+        print("\n".join(_excluded_summary(excl, len(results), len(a_t))))
     return 0
+
+
+def _excluded_summary(excl: list[dict], total: int, n: int) -> list[str]:
+    """Two lines: how many instructions compare left out, and why (counted by reason: the
+    formats that cannot hold the values exactly, too small a K, a theory it cannot evaluate)."""
+    import collections
+    import re
+    fmts: collections.Counter = collections.Counter()
+    small_k = theory = other = 0
+    for r in excl:
+        why = r["excluded"]
+        m = re.search(r"(?:not exactly representable in|does not fit) (\S+)", why)
+        if m:
+            fmts[m.group(1)] += 1
+        elif why.startswith("K = "):
+            small_k += 1
+        elif why.startswith("theory "):
+            theory += 1
+        else:
+            other += 1
+    parts = []
+    if fmts:
+        parts.append(f"{sum(fmts.values())} whose formats cannot hold the values exactly ("
+                     + ", ".join(f"{k} {v}" for k, v in fmts.most_common()) + ")")
+    if small_k:
+        parts.append(f"{small_k} with K < {n}")
+    if theory:
+        parts.append(f"{theory} whose theory cannot be evaluated")
+    if other:
+        parts.append(f"{other} for other reasons")
+    return [f"excluded {len(excl)} of {total} instructions (--list-excluded names each one, "
+            f"--json gives every reason):", "  " + "; ".join(parts)]
 
 
 # --------------------------------------------------------------------------------------------

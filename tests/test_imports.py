@@ -42,7 +42,7 @@ QUERY = {
     "frame": 1,
     "model": 2, "campaign": 2,
     "store": 3, "search": 3, "claims": 3, "pool": 3, "family": 3, "ieee": 3,
-    "cache": 4, "witness_search": 4,
+    "cache": 4, "witness_search": 4, "minimize": 4,
     "decompose": 5, "cex": 5,
     "proofs": 6,
     "distinguish": 7, "prove": 7, "probes": 7,

@@ -63,7 +63,7 @@ from .. import fp, isa
 from . import family as _family
 from . import probes
 from .frame import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput, InternalError, run_verb,
-                    verb_main)
+                    seconds, verb_main)
 from .model import Model, _hex, resolve
 from .pool import _UINT, Batch, evaluate, plain
 from .prove import equiv_decomposed
@@ -846,7 +846,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--instr", metavar="NAME", help="instruction for theory ids / files")
     q.add_argument("--max-queries", type=int, default=DEFAULT_MAX_QUERIES, metavar="N")
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"])
-    q.add_argument("--timeout", type=float, default=60, metavar="S",
+    q.add_argument("--timeout", type=seconds, default=60, metavar="S",
                    help="seconds per solver call (a time-out is 'unknown')")
     q.add_argument("--solver-budget", type=float, default=120, metavar="S",
                    help="seconds of solver time in all (pairs left are reported unknown)")

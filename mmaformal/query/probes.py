@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import fp, isa
-from .frame import EXIT_BAD, EXIT_OK, BadInput
+from .frame import EXIT_BAD, EXIT_OK, BadInput, seconds
 from .model import Model, _hex, mutate, resolve
 from .pool import Batch, evaluate
 from .search import build, search
@@ -478,7 +478,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--solve", action="store_true",
                    help="hand rival pairs that no probe separates to the solver")
     q.add_argument("--solver", default="bitwuzla")
-    q.add_argument("--timeout", type=float, default=30)
+    q.add_argument("--timeout", type=seconds, default=30)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=run)
     return q
