@@ -13,8 +13,9 @@ are not stored. Back-ends:
 - local pool (pebble.ProcessPool, max_tasks=1): every job in a fresh forked process, at most
   `workers` at once (default: the CPUs this process may use, os.sched_getaffinity);
 - Ray (`ray="local"`: a cluster started here with `workers` CPUs; `"auto"`: the running
-  cluster; `"HOST:PORT"`: that cluster's address): one task per job (max_retries=0, one CPU),
-  at most as many in flight as the cluster has CPUs (or `workers` when given).
+  cluster; `"HOST:PORT"`: that cluster's address): one task per job (one CPU, max_retries=0,
+  max_calls=1: a fresh worker process per job), at most as many in flight as the cluster has
+  CPUs (or `workers` when given).
 
 Invariants:
 - A job's result depends only on the job: the same verdicts whichever back-end ran it.
@@ -226,7 +227,7 @@ def _ray(todo: Sequence[Job], workers: int | None, address: str,
     ray = connect_ray(address, workers)
     from ray import exceptions as rex
     slots = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    task = ray.remote(num_cpus=1, max_retries=0)(execute)
+    task = ray.remote(num_cpus=1, max_retries=0, max_calls=1)(execute)   # a process per job
     queue = list(todo)
     pending: dict = {}
     try:
@@ -382,11 +383,11 @@ def default_limit(args) -> float | None:
 # ---- generic jobs ----------------------------------------------------------------------------
 
 def solve_job(text: str, solver: str = "bitwuzla", timeout: float | None = None,
-              expect: str | None = None, **meta) -> dict:
+              expect: str | None = None, engine: str | None = None, **meta) -> dict:
     """Solve one SMT-LIB2 query (a stored proof or a case of a split). `expect`: the verdict
-    the record holds; `ok` says whether the answer matches it."""
+    the record holds; `ok` says whether the answer matches it. engine: bitwuzla's bv-solver."""
     from .solvers import solve
-    r = solve(text, solver, timeout)
+    r = solve(text, solver, timeout, bitwuzla_engine=engine)
     d = {"status": r.status, "solver": r.solver, "solver_version": r.version,
          "seconds": round(r.seconds, 3), "reason": r.reason, **meta}
     if expect is not None:

@@ -136,6 +136,17 @@ class Model:
         return (self.theory.hash(), self.ins.name, self.rd, self.n)
 
 
+def arith_key(t: "_theory.Theory", ins: isa.Instruction) -> str:
+    """Two instructions whose keys are equal have one query for every claim on one model: the
+    theory's content without its id and instruction list, the operand formats and K (M and N
+    only repeat the dot product)."""
+    c = t.content()
+    c.pop("id")
+    c.pop("instructions")
+    return json.dumps([c, ins.a, ins.b, ins.c, ins.d, ins.k, ins.scale, ins.scale_block],
+                      sort_keys=True)
+
+
 def from_spec(d: dict) -> Model:
     """Rebuild a model from `Model.spec()` (used by the stores' replay)."""
     base = _theory.default().resolve(d["instruction"], d["theory"])

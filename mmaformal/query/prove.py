@@ -75,7 +75,8 @@ from .claims import (CLAIMS, SYMMETRY_STATEMENT, approx_int as _approx_int,
                      _neg_int, neg_witness as _neg_witness, outcome, value_lt)
 from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
                     add_common, run_verb, verb_main)
-from .model import (Inputs, Model, Witness, _hex, _parse_value, approx_equal, check, mutate, neg_bits,
+from .model import (Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check,
+                    mutate, neg_bits,
                     parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
 from .proofs import depends, prune_cache, save_result, store_equivalence
 from .search import build, constraints_satisfiable, equivalence_twin, search
@@ -253,12 +254,7 @@ SETS = {
 }
 
 
-def _arith_key(t: _theory.Theory, ins: isa.Instruction) -> str:
-    c = t.content()
-    c.pop("id")
-    c.pop("instructions")
-    return json.dumps([c, ins.a, ins.b, ins.c, ins.d, ins.k, ins.scale, ins.scale_block],
-                      sort_keys=True)
+_arith_key = arith_key
 
 
 def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) -> list[list[str]]:
@@ -1012,10 +1008,14 @@ def summarize(claim: str, groups: list[list[str]], results: list[dict], stored: 
             if st == "proved" and (r.get("twin") or {}).get("status") != "sat":
                 st = "unknown"
             if st in ("unknown", "error"):
+                why = r.get("reason", "")
+                if r["status"] == "proved":
+                    tw = r.get("twin") or {}
+                    why = (f"proved, but its broken twin was not refuted ({tw.get('status', 'none')}"
+                           f"{', %.1f s' % tw['seconds'] if tw.get('seconds') else ''})")
                 row["unknowns"].append({"group": g, "status": r["status"],
                                         "solver": r.get("solver", ""),
-                                        "seconds": r.get("seconds"),
-                                        "reason": r.get("reason", "")})
+                                        "seconds": r.get("seconds"), "reason": why})
         row[st] += len(g)
         row["groups_" + st] += 1
     return row
