@@ -471,18 +471,35 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q = subparsers.add_parser("probes", help="probe tiles (seed 002 sec. 3.1) + manifest",
                               description=__doc__.split("\n\n")[0])
     q.add_argument("target", metavar="INSTR|THEORY", help="an instruction or a model spec")
-    q.add_argument("--out", required=True, metavar="DIR")
+    q.add_argument("--out", metavar="DIR", help="output directory (required except with --settle list)")
     q.add_argument("--instr", metavar="NAME", help="instruction for a theory id")
     q.add_argument("--solve", action="store_true",
                    help="hand rival pairs that no probe separates to the solver")
     q.add_argument("--solver", default="bitwuzla")
     q.add_argument("--timeout", type=float, default=30)
+    q.add_argument("--settle", metavar="PARAM",
+                   help="only the probes that settle one parameter (zero_exp, nan, overflow, "
+                        "zero_sign, F, rho, mode, align_round, tf32_round, L), with its candidate "
+                        "values; 'list' lists the instruction's open parameters (query/settle)")
+    q.add_argument("--verdict", action="store_true",
+                   help="with --settle: read DIR/<feature>/D.npy (the GPU's outputs) and say "
+                        "which candidates agree with every probe")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=run)
     return q
 
 
 def run(args) -> int:
+    if getattr(args, "settle", None):
+        from .settle import run as settle_run
+        if args.settle != "list" and not args.out:
+            print("mmaformal probes: --settle needs --out DIR", file=sys.stderr)
+            return EXIT_BAD
+        return settle_run(args)
+    if not args.out or getattr(args, "verdict", False):
+        print("mmaformal probes: " + ("--verdict needs --settle PARAM" if args.out else "--out DIR is required"),
+              file=sys.stderr)
+        return EXIT_BAD
     try:
         man = write(args.target, args.out, args.instr, args.solve, args.solver, args.timeout)
     except BadInput as e:
