@@ -482,7 +482,7 @@ _VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
 #: verbs defined in their own modules: name -> module path (add_parser + run)
 _MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaformal.query.prove",
                  "emulate": "mmaformal.emulate", "accuracy": "mmaformal.accuracy",
-                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.probes",
+                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.settle",
                  "infer": "mmaformal.query.infer"}
 
 

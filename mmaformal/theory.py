@@ -124,6 +124,8 @@ def _check_param(name: str, v: Any) -> str | None:
                 '"propagate-ORDER[:CODE]" (e.g. "propagate-bca:0xFFF8000000000000")')
     if name == "overflow":
         return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
+    if name == "zero_group":
+        return None if v in ("sum", "products") else '"sum" or "products"'
     if name == "zero_sign":
         return None if v in ("ieee", "positive") else '"ieee" or "positive"'
     if name in ("tf32_round", "mode"):

@@ -46,7 +46,7 @@ QUERY = {
     "decompose": 5, "cex": 5,
     "proofs": 6,
     "distinguish": 7, "prove": 7, "probes": 7,
-    "infer": 8,
+    "infer": 8, "settle": 8,
 }
 
 

@@ -22,6 +22,7 @@ Its modules, each importing only those on earlier lines (tests/test_imports.py c
     proofs       prove's records in proofs/<claim>/
     distinguish, prove, probes    the verbs
     infer        the closed loop (uses probes and prove)
+    settle       probes --settle PARAM: the probe set that settles one open parameter
 
 May import every layer below it. Nothing in mmaformal imports a name through a verb module;
 the verbs re-export the names scripts and tests used from them.
