@@ -309,8 +309,8 @@ def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
 # ---- groups of instructions with one arithmetic ---------------------------------------------
 
 SETS = {
-    "nvidia-tfdpa": "every dense NVIDIA instruction with K <= 16 whose primary theory is "
-                    "T-FDPA-based (t_fdpa, st_fdpa, gst_fdpa)",
+    "nvidia-tfdpa": "every dense NVIDIA mma/wgmma/tcgen05 instruction with K <= 16 whose "
+                    "primary theory is T-FDPA-based (t_fdpa, st_fdpa, gst_fdpa)",
     "cdna3-tr": "every dense CDNA3 (gfx942) instruction whose primary theory is TR-FDPA or "
                 "GTR-FDPA",
 }
@@ -338,7 +338,7 @@ def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) ->
             if not t:
                 continue
             t = t[0]
-            if ins.sparse:            # the sets are the dense forms (sparse ones: issue 14)
+            if ins.sparse or ins.family == "wmma":    # the sets predate these (issue 14)
                 continue
             if set_name == "nvidia-tfdpa" and ins.vendor == "nvidia" and ins.k <= 16 and \
                     t.model == "fdpa" and t.op in ("t_fdpa", "st_fdpa", "gst_fdpa"):
