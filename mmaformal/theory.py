@@ -17,7 +17,8 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
     id = "sm90.f16.f32"         # unique over all files; [a-z0-9] and . _ - only
     instructions = ["sm90/mma.m16n8k*.f32.f16.f16.f32", "sm90/wgmma.m64n*k16.f32.f16.f16"]
                                 # catalog names or fnmatch patterns; each must match something
-    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul"
+    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul" | "int" (integer MMA:
+                                # mma.int_chain, op "int_chain", L = block length of sat_at "step")
     op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
     L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
     status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"

@@ -264,3 +264,17 @@ def test_emulate_sparse_gemm():
     A[3, 4:7] = 1
     with pytest.raises(ValueError, match="breaks 2:4"):
         matmul(A, B, C, "sm90/mma.sp.m16n8k64.s32.s8.s8.s32")
+
+
+def test_prune_and_random_meta_for_campaigns():
+    ins = isa.lookup("sm90/wgmma.sp.m64n8k64.f32.e4m3.e5m2")
+    rng = np.random.default_rng(9)
+    for klass in ("normal", "bits", "special", "overflow"):
+        a, b, c = generate(klass, ins.a, ins.b, ins.c, ins.k, 64, rng)
+        A = SP.prune(a, ins, rng)
+        Ac, E = SP.compress(A, ins)                     # keeps the pattern: compress accepts it
+        kept = SP.expand(Ac, E, ins)
+        assert np.array_equal(kept & 0x7F, A & 0x7F)
+    E = SP.random_meta(isa.lookup(F16), (5, 16, 16), rng)
+    SP.check_meta(E, isa.lookup(F16))                   # increasing and distinct
+    assert len({tuple(r) for r in E.reshape(-1, 2)}) == 6   # all 6 pairs of 4 positions occur
