@@ -549,6 +549,9 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
     log = log or (lambda s: None)
     t0 = time.perf_counter()
     ins = oracle.ins
+    if ins.integer:           # issue 14: the hypothesis families are floating-point ones
+        raise BadInput(f"{ins.name} is an integer instruction: infer searches floating-point "
+                       f"families; separate the integer theories with probes / distinguish")
     skey = (fam.id, fam.file, repr(fam.structures), repr(fam.domain), ins.name, seed)
     shared = _SHARED.get(skey) if oracle.recorded is None else None
     if shared is None:
