@@ -32,7 +32,7 @@ LAYERS = [
     ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
-    ("mmaformal.isa", 4), ("mmaformal.theory", 4),
+    ("mmaformal.isa", 4), ("mmaformal.theory", 4), ("mmaformal.sparse", 4),
     ("mmaformal", 5),
 ]
 

@@ -678,6 +678,9 @@ def _shared_candidates(fam: "_family.Family", oracle: Oracle, seed: int) -> dict
     not for recorded oracles, whose pool is their recording). BadInput when no candidate is
     left."""
     ins = oracle.ins
+    if ins.integer:           # issue 14: the hypothesis families are floating-point ones
+        raise BadInput(f"{ins.name} is an integer instruction: infer searches floating-point "
+                       f"families; separate the integer theories with probes / distinguish")
     skey = (fam.id, fam.file, repr(fam.structures), repr(fam.domain), ins.name, seed)
     shared = _SHARED.get(skey) if oracle.recorded is None else None
     if shared is None:

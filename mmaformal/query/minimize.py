@@ -99,6 +99,10 @@ def measure(w: Witness) -> dict:
     """The concrete measures of a witness: non-zero products, operands paired with a zero,
     and over the finite non-zero operands: the spread of the exponents of their leading 1 bits,
     and their significand bits after the leading 1 (0 for a power of two)."""
+    if any(fp.fmt(f).is_int for f in (w.fa, w.fb, w.fc)):      # integers: no exponents
+        nz = [(int(x) != 0, int(y) != 0) for x, y in zip(w.a, w.b)]
+        return {"products": sum(p and q for p, q in nz), "paired_with_zero": sum(p != q for p, q in nz),
+                "spread": 0, "sig_bits": 0}
     dec = lambda x, f: fp.decode(f, INT.const(int(x), fp.fmt(f).storage, False))
     prods = paired = 0
     for x, y in zip(w.a, w.b):
@@ -237,6 +241,11 @@ def minimize(q: Query, found: Found, solver: str = "bitwuzla",
     run = _Run(q, solver if solver != "portfolio" else "bitwuzla", step_timeout, backends,
                t0 + budget, [], [])
     before = measure(found.witness)
+    if any(fp.fmt(f).is_int for f in (q.inp.fa, q.inp.fb, q.inp.fc)):
+        # integer instructions: the steps above are floating-point ones (exponents, significand
+        # bits); the witness is kept as found
+        return found, {"before": before, "after": before, "queries": [], "seconds": 0.0,
+                       "complete": True, "skipped": "integer formats: the witness as found"}
     cur = found
     pair, count, exps, bits = _terms(q.inp)
     # 1. no operand paired with a zero
@@ -358,6 +367,8 @@ def equation(w: Witness, outputs: dict | None = None, d: str | None = None) -> s
 def describe(report: dict) -> str:
     """One line: what the minimization did."""
     b, a = report["before"], report["after"]
+    if report.get("skipped"):
+        return f"not minimized ({report['skipped']}): non-zero products {b['products']}"
     n = len(report["queries"])
     unk = sum(1 for s in report["queries"] if s["status"] in ("unknown", "skipped"))
     return (f"minimized in {report['seconds']:.1f} s ({n} solver queries"
