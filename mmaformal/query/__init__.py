@@ -16,11 +16,13 @@ Its modules, each importing only those on earlier lines (tests/test_imports.py c
     ieee         the IEEE add/mul/fma equivalence proofs of the fp layer
     cache        the solver-result cache (proofs/cache: proved lemmas by sha256)
     witness_search    concrete counterexample searches on numpy lanes (monotonicity)
+    minimize     readable witnesses (fewest non-zero products, ...) and the one-line form
     decompose    lemmas of decomposed proofs
     cex          counterexamples/ records and their replay
     proofs       prove's records in proofs/<claim>/
     distinguish, prove, probes    the verbs
     infer        the closed loop (uses probes and prove)
+    settle       probes --settle PARAM: the probe set that settles one open parameter
 
 May import every layer below it. Nothing in mmaformal imports a name through a verb module;
 the verbs re-export the names scripts and tests used from them.

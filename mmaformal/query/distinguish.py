@@ -45,6 +45,7 @@ from typing import Sequence
 
 from . import campaign as _campaign
 from . import cex
+from . import minimize as _min
 from .cache import CACHE, Cache, solve_cached
 from .frame import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput,
                     InternalError, add_common, run_verb, verb_main)
@@ -81,8 +82,12 @@ def __getattr__(name: str):
 def distinguish(A: str, B: str, where: Sequence[str] = (), count: int = 1,
                 solver: str = "bitwuzla", timeout: float | None = None, save: bool = False,
                 instr: str | None = None, emit_smt2: str | None = None,
-                obligations: str = "lazy", backends: Sequence[str] = ("int", "numpy")) -> dict:
-    """The distinguish verb as a function: a result dict (see `to_json`)."""
+                obligations: str = "lazy", backends: Sequence[str] = ("int", "numpy"),
+                raw: bool = False, minimize_timeout: float = _min.DEFAULT_STEP_TIMEOUT,
+                minimize_budget: float = _min.DEFAULT_BUDGET) -> dict:
+    """The distinguish verb as a function: a result dict (see `to_json`). Unless `raw`, the
+    first witness is minimized (mmaformal.query.minimize; each query at most
+    `minimize_timeout` s, all of them at most `minimize_budget` s; "seconds" includes it)."""
     mA, mB = resolve_pair(A, B, instr)
     if mA.label == mB.label:
         mB.label = mB.label + " (B)"
@@ -95,7 +100,14 @@ def distinguish(A: str, B: str, where: Sequence[str] = (), count: int = 1,
                                              emit_smt2)
     res = {"status": status, "A": mA, "B": mB, "found": found, "seconds": secs, "note": q.note,
            "solver": last.solver if last else solver, "reason": last.reason if last else "",
-           "saved": [], "twin": None, "where": list(where), "_text": text, "_last": last}
+           "saved": [], "twin": None, "where": list(where), "search_seconds": secs,
+           "_text": text, "_last": last,
+           "minimized": None}
+    if found and not raw:
+        budget = minimize_budget if timeout is None else min(minimize_budget, timeout)
+        found[0], res["minimized"] = _min.minimize(q, found[0], solver, minimize_timeout, budget,
+                                                   backends)
+        res["seconds"] = secs = secs + res["minimized"]["seconds"]
     if save and found:
         for f in found:
             res["saved"].append(str(cex.write("distinguish", [mA, mB], f.witness, f.outputs,
@@ -143,6 +155,9 @@ def render(res: dict) -> str:
             L.extend(f.witness.render())
             for lab, v in f.outputs.items():
                 L.append(f"  {lab}: {_hex(v, A.ins.d)} ({decimal(value_of(v, A.ins.d))})")
+            L.append("  in one line: " + _min.equation(f.witness, f.outputs, A.ins.d))
+            if i == 0 and res.get("minimized"):
+                L.append("  " + _min.describe(res["minimized"]))
             if f.step:
                 L.append(f"  trace: {f.step}")
         for s in getattr(replay, "skipped", []):
@@ -302,7 +317,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="assert the no-overflow side conditions always, or only when a witness "
                         "fails to replay legally (default)")
     add_common(q, save="store witnesses in counterexamples/ (and an equivalence proof in proofs/)",
-               replay=("int,numpy", "concrete back-ends for replay: int,numpy[,compiled]"))
+               replay=("int,numpy", "concrete back-ends for replay: int,numpy[,compiled]"),
+               witness=True)
     q.set_defaults(func=run)
     return q
 
@@ -319,7 +335,7 @@ def run(args) -> int:
             raise BadInput("--count must be >= 1")
         return distinguish(args.A, args.B, args.where, args.count, args.solver, args.timeout,
                            args.save, args.instr, args.emit_smt2, args.obligations,
-                           parse_backends(args.replay))
+                           parse_backends(args.replay), args.raw, args.minimize_timeout)
     return run_verb("distinguish", compute,
                     lambda res: EXIT_UNKNOWN if res["status"] == "unknown" else EXIT_OK,
                     render, to_json, args.json)

@@ -75,13 +75,15 @@ from .. import theory as _theory
 from ..bits import BV, Z3Backend, clz, ite
 from . import campaign as _campaign
 from . import decompose as _dec
+from . import minimize as _min
 from .cache import CACHE
-from .claims import (CLAIMS, SYMMETRY_STATEMENT, approx_int as _approx_int,
+from .claims import (CLAIMS, SYMMETRY_STATEMENT, SYMMETRY_STATEMENT_INT, approx_int as _approx_int,
                      bound_blocks as _bound_blocks, bound_concrete as _bound_concrete, neg_int as
                      _neg_int, neg_witness as _neg_witness, outcome, value_lt)
 from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
                     add_common, run_verb, verb_main)
-from .model import (Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check, mutate, neg_bits,
+from .model import (Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check,
+                    mutate, neg_bits,
                     parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
 from .proofs import depends, prune_cache, save_result, store_equivalence
 from .search import build, constraints_satisfiable, equivalence_twin, search
@@ -113,6 +115,9 @@ def symmetry_query(m: Model):
     sout = BV(K, out.w, False, z3.substitute(out.v, *sigma))
     fd = m.ins.d
     bad = z3.Not(approx_equal(sout, neg_bits(out, fd), fd).v)
+    valid = m.sparse_valid(K, inp.padded(m)[0])     # sparse: the dense A keeps 2:4 (so does -A)
+    if valid:
+        bad = z3.And(*valid, bad)
     return K, inp, out, sout, bad
 
 
@@ -181,7 +186,7 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     """Prove or refute symmetry of one model (see SYMMETRY_STATEMENT)."""
     persist = save if persist is None else persist
     t0 = _now()
-    claim = f"{m.label}: {SYMMETRY_STATEMENT}"
+    claim = f"{m.label}: {SYMMETRY_STATEMENT_INT if m.ins.integer else SYMMETRY_STATEMENT}"
     K, inp, out, sout, bad = symmetry_query(m)
     mono_text = smt2_text([bad])
     if emit:
@@ -268,9 +273,10 @@ def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
 # ---- groups of instructions with one arithmetic ---------------------------------------------
 
 SETS = {
-    "nvidia-tfdpa": "every NVIDIA instruction with K <= 16 whose primary theory is T-FDPA-based "
-                    "(t_fdpa, st_fdpa, gst_fdpa)",
-    "cdna3-tr": "every CDNA3 (gfx942) instruction whose primary theory is TR-FDPA or GTR-FDPA",
+    "nvidia-tfdpa": "every dense NVIDIA mma/wgmma/tcgen05 instruction with K <= 16 whose "
+                    "primary theory is T-FDPA-based (t_fdpa, st_fdpa, gst_fdpa)",
+    "cdna3-tr": "every dense CDNA3 (gfx942) instruction whose primary theory is TR-FDPA or "
+                "GTR-FDPA",
 }
 
 
@@ -291,6 +297,8 @@ def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) ->
             if not t:
                 continue
             t = t[0]
+            if ins.sparse or ins.family == "wmma":    # the sets predate these (issue 14)
+                continue
             if set_name == "nvidia-tfdpa" and ins.vendor == "nvidia" and ins.k <= 16 and \
                     t.model == "fdpa" and t.op in ("t_fdpa", "st_fdpa", "gst_fdpa"):
                 names.append(n)
@@ -416,7 +424,10 @@ def _equiv_twin(stA, stB, diff, solver, timeout) -> dict:
 
 def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla",
                 timeout=600, save=False, emit=None, backends=("int", "numpy", "compiled"),
-                claim: str | None = None, group: str = "equiv", method: str = "auto") -> dict:
+                claim: str | None = None, group: str = "equiv", method: str = "auto",
+                raw: bool = False, minimize_timeout: float = _min.DEFAULT_STEP_TIMEOUT) -> dict:
+    """Prove A and B equivalent, or refute it with a witness (minimized unless `raw`:
+    mmaformal.query.minimize)."""
     t0 = _now()
     wtxt = f" satisfying {', '.join(where)}" if where else ""
     claim = claim or (f"for every input{wtxt}: {A.label} and {B.label} give bitwise-identical "
@@ -436,6 +447,11 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
                                    timeout).status == "unsat":
             raise BadInput("no input satisfies the constraints: " + ", ".join(where))
     st, found, secs, last, text = search(q, 1, solver, timeout, "lazy", backends, emit)
+    minimized = None
+    if st == "distinguished" and not raw:
+        budget = _min.DEFAULT_BUDGET if timeout is None else min(_min.DEFAULT_BUDGET, timeout)
+        found[0], minimized = _min.minimize(q, found[0], solver, minimize_timeout, budget,
+                                            backends)
     if st == "distinguished":
         f = found[0]
         res = outcome("refuted", claim, [A, B], _now() - t0, last.solver,
@@ -443,6 +459,7 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
                       detail={"outputs": {k: _hex(v, A.ins.d) for k, v in f.outputs.items()},
                               "trace": f.step, "note": q.note})
         res["_runs"] = [(A, f.witness, f.outputs[A.label]), (B, f.witness, f.outputs[B.label])]
+        res["minimized"] = minimized
     elif st == "equivalent":
         res = outcome("proved", claim, [A, B], _now() - t0, last.solver, method="monolithic",
                       query_text=text, solver_version=last.version, detail={"note": q.note})
@@ -856,8 +873,12 @@ def render(res: dict) -> str:
         if not p["cached"]:
             L.append(f"  {p['lemma']:<22} {p['status']:<6} {p['seconds']:7.3f} s  {p['role']}")
     if res.get("witness"):
-        f = res["models"][0]
+        ins = isa.lookup(res["models"][0]["instruction"])
+        w = Witness.from_json(res["witness"], ins.a, ins.b, ins.c, ins.scale or "")
         L.append("witness: " + json.dumps(res["witness"]))
+        L.append("  in one line: " + _min.equation(w))
+        if res.get("minimized"):
+            L.append("  " + _min.describe(res["minimized"]))
         for k, v in res.get("detail", {}).items():
             L.append(f"  {k}: {v if not isinstance(v, dict) else json.dumps(v)}")
     tw = res.get("twin")
@@ -1152,9 +1173,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub = q.add_subparsers(dest="claim", metavar="CLAIM", parser_class=type(q))
     sub.required = True
 
-    def common(c):
+    def common(c, witness=False):
         add_common(c, save="store proofs in proofs/ and refutations in counterexamples/",
-                   replay=("int,numpy,compiled", "concrete back-ends that replay witnesses"))
+                   replay=("int,numpy,compiled", "concrete back-ends that replay witnesses"),
+                   witness=witness)
         c.set_defaults(func=run)
 
     c = sub.add_parser("equiv", help="A and B give identical bits for every input")
@@ -1165,7 +1187,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto",
                    help="decomposed: per-block lemmas, for chains that differ only in the "
                         "zero-sign/overflow rules (auto: those first, else the monolithic query)")
-    common(c)
+    common(c, witness=True)
     c = sub.add_parser("symmetry", help="Phi(-A, B, -C) ~ -Phi(A, B, C)")
     c.add_argument("targets", nargs="*", metavar="TARGET",
                    help="instructions, fnmatch patterns or theory ids (grouped by identical "
@@ -1198,7 +1220,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
     add_all_options(c)
-    common(c)
+    common(c, witness=True)
     return q
 
 
@@ -1268,13 +1290,15 @@ def run(args) -> int:
         else:
             if args.claim == "equiv":
                 A, B = resolve_pair(args.A, args.B, args.instr)
-                res = prove_equiv(A, B, args.where, method=args.method, **kw)
+                res = prove_equiv(A, B, args.where, method=args.method, raw=args.raw,
+                                  minimize_timeout=args.minimize_timeout, **kw)
             elif args.claim == "unobservable":
                 if "=" not in args.change:
                     raise BadInput(f"expected PARAM=VALUE, got {args.change!r}")
                 k, v = args.change.split("=", 1)
                 res = prove_unobservable(resolve(args.A), k.strip(), _parse_value(v),
-                                         method=args.method, **kw)
+                                         method=args.method, raw=args.raw,
+                                         minimize_timeout=args.minimize_timeout, **kw)
             elif args.claim == "monotonic":
                 res = prove_monotonic(resolve(args.A), hint=args.hint, scan=args.scan, **kw)
             elif args.claim == "bound":
