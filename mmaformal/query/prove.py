@@ -977,15 +977,25 @@ def claim_groups(claim: str, patterns: Sequence[str] = (), change=None
 
 def stored_verdicts(claim: str, change=None) -> dict[str, str]:
     """instruction -> a stored record that decides `claim` for it: a proof in proofs/<claim>/
-    whose broken twin was refuted, or a counterexample in counterexamples/<claim>/ (the store's
-    and the shipped records)."""
+    whose broken twin was refuted and whose theories are unchanged, or a counterexample in
+    counterexamples/<claim>/ (whose witness the store tests replay on today's theories), from
+    the store's and the shipped records."""
     from .. import paths
     out: dict[str, str] = {}
     tag = None if change is None else f"parameter {change[0]} = {change[1]!r} "
+    ts = _theory.default()
+
+    def current(rec) -> bool:          # a proof about a theory that has changed is stale
+        try:
+            return all(ts.get(t).hash() == h for t, h in (rec.get("theories") or {}).items())
+        except ValueError:
+            return False
     for d in paths.record_dirs("proofs"):
         for p in sorted((d / claim).glob("*.json")):
             rec = json.loads(p.read_text())
             if rec.get("verdict") != "proved" or (rec.get("twin") or {}).get("status") != "sat":
+                continue
+            if not current(rec):
                 continue
             if tag and not rec.get("claim", "").startswith(tag):
                 continue
@@ -1089,7 +1099,8 @@ def prove_all(args) -> int:
         raise BadInput(f"prove {claim} applies to none of the {sum(left.values())} "
                        f"instructions matched ({'; '.join(left)})")
     stored = {} if args.redo else stored_verdicts(claim, change)
-    todo = [g for g in groups if not all(n in stored for n in g)]
+    # largest groups first: an interrupted campaign has decided the most instructions
+    todo = sorted((g for g in groups if not all(n in stored for n in g)), key=lambda g: -len(g))
     limit = _campaign.default_limit(args)
     backends = list(parse_backends(args.replay))
     import tempfile
