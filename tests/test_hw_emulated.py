@@ -59,13 +59,15 @@ def _emulator(name: str, broken: bool = False):
         j = int(np.flatnonzero(ta == 1)[0])
         ta[i], ta[j] = ta[j], ta[i]
 
+    G = s.group  # tiles per kernel tile (f16 m8n8k4: one per quad-pair)
+
     def val(img, tab, fmt, shape):
         T = img.shape[0]
-        flat = np.empty((T, shape[0] * shape[1]), dtype=img.dtype)
+        flat = np.empty((T, G * shape[0] * shape[1]), dtype=img.dtype)
         flat[:, tab] = img
         if fmt == "tf32":
             flat = flat & np.uint32(0xFFFFE000)
-        return flat.view(_FLOAT[fmt]).astype(np.float64).reshape(T, *shape)
+        return flat.view(_FLOAT[fmt]).astype(np.float64).reshape(T, G, *shape)
 
     def f(grid, block, args):
         a, b, c, d, T = args[:5]
@@ -73,7 +75,7 @@ def _emulator(name: str, broken: bool = False):
         B = val(np.asarray(b), tabs["b"], s.btype, (s.k, s.n))
         C = val(np.asarray(c), tabs["c"], s.ctype, (s.m, s.n))
         D = (A @ B + C).astype(_FLOAT[s.dtype]).view(s.storage("d")).reshape(int(T), -1)
-        d[...] = D[:, tabs["c"]]
+        d[...] = D[:, tabs["d"]]
 
     return f
 
@@ -94,7 +96,8 @@ NAMES = ["sm90/mma.m16n8k16.f32.f16.f16.f32", "sm90/mma.m16n8k16.f16.f16.f16.f16
          "sm90/mma.m8n8k4.f64.f64.f64.f64", "sm90/mma.m16n8k4.f32.tf32.tf32.f32",
          "sm90/mma.m16n8k32.f32.e4m3.e5m2.f32", "sm90/mma.m16n8k16.f16.e5m2.e5m2.f16",
          "sm90/wgmma.m64n8k16.f32.bf16.bf16", "sm90/wgmma.m64n24k32.f16.e4m3.e4m3",
-         "sm90/wgmma.m64n8k8.f32.tf32.tf32"]
+         "sm90/wgmma.m64n8k8.f32.tf32.tf32", "sm90/mma.m8n8k4.f32.f16.f16.f32",
+         "sm90/mma.m8n8k4.f32.f16.f16.f16", "sm90/mma.m8n8k4.f16.f16.f16.f16"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -107,7 +110,8 @@ def test_selfcheck_and_probe_pass_on_declared_layout(fake_gpu, name):
 
 
 @pytest.mark.parametrize("name", ["sm90/mma.m16n8k8.f32.bf16.bf16.f32",
-                                  "sm90/wgmma.m64n8k16.f16.f16.f16"])
+                                  "sm90/wgmma.m64n8k16.f16.f16.f16",
+                                  "sm90/mma.m8n8k4.f32.f16.f16.f16"])
 def test_broken_layout_is_caught(fake_gpu, name):
     fake_gpu["broken"] = True
     ok, msg = runner.layout_selfcheck(name, tiles=8)
@@ -130,6 +134,20 @@ def test_run_chunks_and_batch_shape(fake_gpu):
     d2 = runner.run(name, check.encode_ints(A[0, 0], "f16"), check.encode_ints(B[0, 0], "f16"),
                     check.encode_ints(C[0, 0], "f32"))
     assert d2.shape == (16, 8) and (d2 == d[0, 0]).all()
+
+
+def test_run_grouped_tiles_pad_and_drop(fake_gpu):
+    # f16 m8n8k4 runs 4 tiles per warp: 7 tiles pad to 8 and the padding never comes back
+    name = "sm90/mma.m8n8k4.f32.f16.f16.f16"
+    rng = np.random.default_rng(4)
+    A = rng.integers(-4, 5, size=(7, 8, 4))
+    B = rng.integers(-4, 5, size=(7, 4, 8))
+    C = rng.integers(-9, 9, size=(7, 8, 8))
+    d = runner.run(name, check.encode_ints(A, "f16"), check.encode_ints(B, "f16"),
+                   check.encode_ints(C, "f16"), chunk_bytes=3000)
+    assert d.dtype == np.uint32 and d.shape == (7, 8, 8)
+    got, ok = check.decode_ints(d, "f32")
+    assert ok.all() and (got == A @ B + C).all()
 
 
 def test_bad_inputs_raise_value_error(fake_gpu):

@@ -144,6 +144,7 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
     s = kernels.spec(name)
     tabs = kernels.operand_tables(s.name)
     na, nb, nc = len(tabs["a"]), len(tabs["b"]), len(tabs["c"])
+    nd = len(tabs["d"])
     one_a = encode_ints([1], s.atype)[0]
     one_b = encode_ints([1], s.btype)[0]
 
@@ -192,8 +193,8 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
 
     a_row, row_keys = classes(pa, na, "rows of A slots", s.k, s.n)
     b_col, col_keys = classes(pb, nb, "columns of B slots", s.k, s.m)
-    d_row = np.full(nc, -1)
-    d_col = np.full(nc, -1)
+    d_row = np.full(nd, -1)
+    d_col = np.full(nd, -1)
     for r, k in enumerate(row_keys):
         d_row[list(k)] = r
     for c, k in enumerate(col_keys):
@@ -231,15 +232,17 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
         k_of_a[sa] = kkeys.setdefault(key, len(kkeys))
         for sb in key:
             k_of_b[sb] = k_of_a[sa]
-    if len(kkeys) != s.k:
-        problems.append(f"k classes: {len(kkeys)} (want {s.k})")
+    G = s.group  # grouped forms: rows, columns and k of different tiles are distinct labels
+    if len(kkeys) != G * s.k:
+        problems.append(f"k classes: {len(kkeys)} (want {G * s.k})")
 
     # compare with the declared tables (row/col/k labels up to a bijection)
-    ta, tb, tc = tabs["a"], tabs["b"], tabs["c"]
+    ta, tb, tc = tabs["a"], tabs["b"], tabs["d"]
+    kn, mn = s.k * s.n, s.m * s.n
     decl = {
-        "A rows": (a_row, ta // s.k), "A k": (k_of_a, ta % s.k),
-        "B cols": (b_col, tb % s.n), "B k": (k_of_b, tb // s.n),
-        "D rows": (d_row, tc // s.n), "D cols": (d_col, tc % s.n),
+        "A rows": (a_row, ta // s.k), "A k": (k_of_a, (ta // (s.m * s.k)) * s.k + ta % s.k),
+        "B cols": (b_col, (tb // kn) * s.n + tb % s.n), "B k": (k_of_b, tb // s.n),
+        "D rows": (d_row, tc // s.n), "D cols": (d_col, (tc // mn) * s.n + tc % s.n),
     }
     maps: dict[str, dict] = {"row": {}, "col": {}, "k": {}}
     kind = {"A rows": "row", "D rows": "row", "B cols": "col", "D cols": "col",
@@ -257,7 +260,7 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
             problems.append(f"{k_} labels: observed classes do not map one-to-one to declared")
     ok = not problems
     msg = (f"{s.name}: one-hot probe {'agrees with' if ok else 'DISAGREES with'} the declared "
-           f"layout ({na} A slots, {nb} B slots, {nc} D slots)")
+           f"layout ({na} A slots, {nb} B slots, {nd} D slots)")
     if problems:
         msg += ": " + "; ".join(problems[:6])
     return {"consistent": ok, "message": msg, "a_row": a_row, "a_k": k_of_a, "b_col": b_col,

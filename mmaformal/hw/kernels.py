@@ -120,12 +120,28 @@ _MMA_AB = {
         (8, lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1))),
         (4, lambda l, i: (_t(l) + 4 * i, _g(l))),
     ),
+    # f16 m8n8k4: four independent MMAs per warp, one per quad-pair (lanes 4q..4q+3 "low" and
+    # 4q+16..4q+19 "high"); entries are (tile q of the warp's group, row, col). Source: PTX ISA
+    # "Matrix Fragments for mma.m8n8k4 with .f16 floating point type" (row-major A, col-major B).
+    ("m8n8k4", "16"): (
+        (4, lambda l, i: (_qp(l), (l & 3) + 4 * (l >> 4), i)),
+        (4, lambda l, i: (_qp(l), i, (l & 3) + 4 * (l >> 4))),
+    ),
 }
+
+
+def _qp(lane: int) -> int:  # quad-pair of mma.m8n8k4 (f16): lanes 4q..4q+3 and 4q+16..4q+19
+    return (lane >> 2) & 3
 
 # C / D of mma.sync: m16n8 shapes hold 4 elements per thread, m8n8k4 (f64) holds 2.
 _MMA_CD = {
     "m16n8": (4, lambda l, i: (_g(l) + 8 * (i >> 1), 2 * _t(l) + (i & 1))),
     "m8n8": (2, lambda l, i: (_g(l), 2 * _t(l) + i)),
+    # f16 m8n8k4 (per quad-pair, see _MMA_AB): f16 C/D hold a whole row, f32 C/D are spread
+    # (PTX ISA, "Matrix Fragments for mma.m8n8k4 with .f16", C/D figures 50-52)
+    "m8n8k4.f16": (8, lambda l, i: (_qp(l), (l & 3) + 4 * (l >> 4), i)),
+    "m8n8k4.f32": (8, lambda l, i: (_qp(l), (l & 1) + (i & 2) + 4 * (l >> 4),
+                                    (i & 4) + (l & 2) + (i & 1))),
 }
 
 
@@ -176,6 +192,11 @@ class Spec:
         return 32 if self.family == "mma" else 128
 
     @property
+    def group(self) -> int:
+        """Independent tiles one kernel tile holds: 4 for f16 mma.m8n8k4 (one per quad-pair)."""
+        return 4 if (self.family == "mma" and self.shape == "m8n8k4" and self.atype == "f16") else 1
+
+    @property
     def ptx(self) -> str:
         """The PTX opcode that the kernel issues."""
         if self.family == "mma":
@@ -210,6 +231,11 @@ MMA_FORMS: tuple[str, ...] = (
       for a in _F8 for b in _F8),
     "mma.m8n8k4.f64.f64.f64.f64",
     "mma.m16n8k4.f64.f64.f64.f64",
+    # f16 m8n8k4 (.dtype/.ctype f16|f32 except c = f32, d = f16): on sm_90a ptxas emulates them
+    # with SHFL + HADD2.F32 + FFMA/FMUL/FADD (no tensor-core instruction; see SASS.md)
+    "mma.m8n8k4.f32.f16.f16.f32",
+    "mma.m8n8k4.f32.f16.f16.f16",
+    "mma.m8n8k4.f16.f16.f16.f16",
     "mma.m16n8k8.f64.f64.f64.f64",
     "mma.m16n8k16.f64.f64.f64.f64",
 )
@@ -278,8 +304,13 @@ def _per_word(fmt: str) -> int:
     return {8: 4, 16: 2, 32: 1, 64: 1}[FORMAT_BITS[fmt]]
 
 
-def _register_table(layout, threads: int, fmt: str, ncols: int, transpose: bool) -> np.ndarray:
-    """Image position -> flat matrix index for a register operand."""
+def _register_table(layout, threads: int, fmt: str, ncols: int, transpose: bool,
+                    nrows: int = 0) -> np.ndarray:
+    """Image position -> flat matrix index for a register operand.
+
+    A layout entry is (row, col), or (tile, row, col) for grouped forms (f16 m8n8k4): the flat
+    index is then into the group's tiles, ``tile * nrows * ncols + row * ncols + col``.
+    """
     nelem, f = layout
     pw = _per_word(fmt)
     assert nelem % pw == 0
@@ -287,9 +318,11 @@ def _register_table(layout, threads: int, fmt: str, ncols: int, transpose: bool)
     tab = np.empty(nwords * threads * pw, dtype=np.int64)
     for tid in range(threads):
         for i in range(nelem):
-            r, c = f(tid, i)
+            rc = f(tid, i)
+            g, (r, c) = (rc[0], rc[1:]) if len(rc) == 3 else (0, rc)
             word, sub = divmod(i, pw)
-            tab[(word * threads + tid) * pw + sub] = (c * ncols + r) if transpose else (r * ncols + c)
+            flat = (c * ncols + r) if transpose else (r * ncols + c)
+            tab[(word * threads + tid) * pw + sub] = g * nrows * ncols + flat
     return tab
 
 
@@ -316,24 +349,30 @@ def _smem_table(rows: int, k: int, fmt: str, lbo: int, sbo: int, kmajor_of_b: bo
 
 @lru_cache(maxsize=None)
 def operand_tables(name: str) -> dict[str, np.ndarray]:
-    """Index tables {'a','b','c'} mapping image position -> flat matrix index (D uses 'c').
+    """Index tables {'a','b','c','d'} mapping image position -> flat matrix index.
 
-    ``table[p] = -1`` marks an image position that holds no matrix element (zero-filled).
+    ``table[p] = -1`` marks an image position that holds no matrix element (zero-filled). For
+    grouped forms (``spec.group`` > 1) the flat index runs over the group's tiles, each stored
+    as usual (A M x K, B K x N, C and D M x N), one after the other.
     """
     s = spec(name)
     if s.family == "mma":
         (la, lb) = _MMA_AB[(s.shape, _class(s.atype))]
-        lc = _MMA_CD["m8n8" if s.m == 8 else "m16n8"]
-        ta = _register_table(la, 32, s.atype, s.k, False)
-        tb = _register_table(lb, 32, s.btype, s.n, False)
-        tc = _register_table(lc, 32, s.ctype, s.n, False)
+        if s.group > 1:
+            lc, ld = (_MMA_CD[f"{s.shape}.{f}"] for f in (s.ctype, s.dtype))
+        else:
+            lc = ld = _MMA_CD["m8n8" if s.m == 8 else "m16n8"]
+        ta = _register_table(la, 32, s.atype, s.k, False, s.m)
+        tb = _register_table(lb, 32, s.btype, s.n, False, s.k)
+        tc = _register_table(lc, 32, s.ctype, s.n, False, s.m)
+        td = _register_table(ld, 32, s.dtype, s.n, False, s.m)
     else:
         ta = _smem_table(s.m, s.k, s.atype, WGMMA_LBO, WGMMA_SBO, False)
         tb = _smem_table(s.n, s.k, s.btype, WGMMA_LBO, WGMMA_SBO, True, n_for_b=s.n)
-        tc = _register_table(_wgmma_d(s.n), 128, s.ctype, s.n, False)
-    for t in (ta, tb, tc):
+        tc = td = _register_table(_wgmma_d(s.n), 128, s.ctype, s.n, False)
+    for t in (ta, tb, tc, td):
         t.setflags(write=False)
-    return {"a": ta, "b": tb, "c": tc}
+    return {"a": ta, "b": tb, "c": tc, "d": td}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,8 +400,7 @@ def _words(spec_: Spec, role: str) -> int:
     """Registers per thread for an operand."""
     tabs = operand_tables(spec_.name)
     fmt = {"a": spec_.atype, "b": spec_.btype, "c": spec_.ctype, "d": spec_.dtype}[role]
-    key = "c" if role == "d" else role
-    return len(tabs[key]) // (spec_.threads * _per_word(fmt))
+    return len(tabs[role]) // (spec_.threads * _per_word(fmt))
 
 
 def _load(kind: str, ptr: str) -> str:

@@ -237,23 +237,23 @@ def _sm_count() -> int:
 def _device_tables(name: str, dev_id: int):
     cp = _cupy()
     tabs = kernels.operand_tables(name)
-    inv = np.empty_like(tabs["c"])
-    inv[tabs["c"]] = np.arange(len(tabs["c"]))
-    return {k: cp.asarray(v) for k, v in tabs.items()} | {"c_inv": cp.asarray(inv)}
+    inv = np.empty_like(tabs["d"])
+    inv[tabs["d"]] = np.arange(len(tabs["d"]))
+    return {k: cp.asarray(v) for k, v in tabs.items()} | {"d_inv": cp.asarray(inv)}
 
 
 def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = None):
     """Run the tile kernel on device arrays already in image order.
 
     ``a_img`` (T, len(table a)) of A's storage dtype, likewise b, c; returns D images (T, len(
-    table c)) of D's storage dtype. ``desc`` = (LBO, SBO) overrides the wgmma descriptor strides
+    table d)) of D's storage dtype (T counts kernel tiles: groups of ``spec.group`` tiles). ``desc`` = (LBO, SBO) overrides the wgmma descriptor strides
     (diagnostics only).
     """
     cp = _cupy()
     s = _spec(name)
     f = _function(name)
     T = int(a_img.shape[0])
-    d_img = cp.empty((T, c_img.shape[1]), dtype=s.storage("d"))
+    d_img = cp.empty((T, len(kernels.operand_tables(s.name)["d"])), dtype=s.storage("d"))
     if T == 0:
         return d_img
     sms = _sm_count()
@@ -306,11 +306,18 @@ def run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
     s, batch = _check(name, a, b, c)
     cp = _cupy()
     _device()
-    T = int(np.prod(batch, dtype=np.int64)) if batch else 1
-    mk, kn, mn = s.m * s.k, s.k * s.n, s.m * s.n
-    af = np.ascontiguousarray(a).reshape(T, mk)
-    bf = np.ascontiguousarray(b).reshape(T, kn)
-    cf = np.ascontiguousarray(c).reshape(T, mn)
+    T0 = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    G = s.group  # tiles per kernel tile (4 for f16 m8n8k4: one per quad-pair)
+    T = -(-T0 // G)
+    mk, kn, mn = G * s.m * s.k, G * s.k * s.n, G * s.m * s.n
+
+    def grouped(x, width):
+        x = np.ascontiguousarray(x).reshape(T0, -1)
+        if T * G != T0:  # pad the last group with zero tiles (their D is dropped)
+            x = np.concatenate([x, np.zeros((T * G - T0, x.shape[1]), x.dtype)])
+        return x.reshape(T, width)
+
+    af, bf, cf = grouped(a, mk), grouped(b, kn), grouped(c, mn)
     d = np.empty((T, mn), dtype=s.storage("d"))
     per_tile = 2 * (mk * s.storage("a").itemsize + kn * s.storage("b").itemsize
                     + mn * s.storage("c").itemsize + 2 * mn * s.storage("d").itemsize)
@@ -323,9 +330,9 @@ def run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
         c_img = cp.take(cp.asarray(cf[lo:hi]), tabs["c"], axis=1)
         d_img = run_images(s.name, a_img, b_img, c_img, desc)
         del a_img, b_img, c_img
-        d[lo:hi] = cp.take(d_img, tabs["c_inv"], axis=1).get()
+        d[lo:hi] = cp.take(d_img, tabs["d_inv"], axis=1).get()
         del d_img
-    return d.reshape(*batch, s.m, s.n)
+    return d.reshape(T * G, s.m * s.n)[:T0].reshape(*batch, s.m, s.n)
 
 
 def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
