@@ -17,7 +17,8 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
     id = "sm90.f16.f32"         # unique over all files; [a-z0-9] and . _ - only
     instructions = ["sm90/mma.m16n8k*.f32.f16.f16.f32", "sm90/wgmma.m64n*k16.f32.f16.f16"]
                                 # catalog names or fnmatch patterns; each must match something
-    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul"
+    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul" | "fpu" (compiler-emulated
+                                # on the FP32 pipe: mma.fpu_dot)
     op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
     L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
     status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"
@@ -76,9 +77,9 @@ __all__ = [
 
 THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES", Path(__file__).resolve().parent.parent / "theories"))
 
-MODELS = ("fdpa", "fma", "ftz_addmul")
+MODELS = ("fdpa", "fma", "ftz_addmul", "fpu")
 FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
-_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul"}
+_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "fpu": "fpu_dot"}
 STATUSES = ("hypothesis", "corroborated", "refuted")
 K_ORDERS = ("natural", "mod4-pairs")
 ACCUMULATE = ("fused", "add")
@@ -287,6 +288,8 @@ class Theory:
             return mma.fma_chain(a, b, c, f=fa, **params)
         if self.model == "ftz_addmul":
             return mma.ftz_addmul(a, b, c, fa, fb, fc=ins.c, **params)
+        if self.model == "fpu":
+            return mma.fpu_dot(a, b, c, f=fa, fc=ins.c, out=ins.d, **params)
         # FDPA: blocks of L chained through the accumulator (Algorithm 5)
         out_fmt = mma.rho_of(params["rho"])[2].name if "rho" in params else ins.d
         op = getattr(mma, self.op)
@@ -457,6 +460,13 @@ def _check_fit(t: Theory, ins: Instruction) -> None:
                              f"{fa}, {fb}, {ins.c}, {ins.d}")
         if ins.scale:
             raise ValueError(f"{w}: model fma does not take scale factors")
+        return
+    if t.model == "fpu":
+        if fa != fb or not _exact_in(ins.c, fa) or ins.scale:
+            raise ValueError(f"{w}: model fpu needs a = b (after convert), c exact in it and no "
+                             f"scale factors, got {fa}, {fb}, {ins.c}")
+        if ins.k % p["G"]:
+            raise ValueError(f"{w}: G = {p['G']} does not divide K = {ins.k}")
         return
     if t.model == "ftz_addmul":
         if fa not in ("f16", "bf16") or fb != fa or ins.c != "f32" or ins.d != "f32":
