@@ -41,7 +41,7 @@ def test_covered_list():
 def test_tables_are_bijections(name):
     s = kernels.spec(name)
     t = kernels.operand_tables(name)
-    for role, (r, c) in (("a", (s.m, s.k)), ("b", (s.k, s.n)), ("c", (s.m, s.n)),
+    for role, (r, c) in (("a", (s.m, s.a_cols)), ("b", (s.k, s.n)), ("c", (s.m, s.n)),
                          ("d", (s.m, s.n))):
         assert np.array_equal(np.sort(t[role]), np.arange(s.group * r * c)), role
     # register images: whole 32-bit words per thread
