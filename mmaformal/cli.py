@@ -250,7 +250,8 @@ def _representatives(instrs):
     best = {}
     for i in instrs:
         th = ts.theories_for(i)
-        key = (i.arch, i.family, i.a, i.b, i.c, i.d, i.scale, th[0].id if th else "")
+        key = (i.arch, i.family, i.a, i.b, i.c, i.d, i.scale, i.satfinite, i.bop,
+               th[0].id if th else "")
         cur = best.get(key)
         if cur is None or i.k > cur.k:
             best[key] = i

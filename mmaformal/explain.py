@@ -274,6 +274,23 @@ def _steps(th: _theory.Theory, ins: Instruction, notes: list, ops: dict) -> list
             steps.append({"step": "ftz-add/mul", "k": list(range(v["k0"], v["k0"] + v["P"])),
                           "partial": _elem(v["s"].v, "f32"), **_elem(acc.v, "f32"),
                           "text": f"s = pairwise FTZ sum of products k{v['k0']}..k{v['k0'] + v['P'] - 1}; d = FTZ-Add(d, s)"})
+        elif label == "int_block":
+            k0, L = v["k0"], v["L"]
+            k_ids = perm[k0:k0 + L]
+            steps.append({"step": "integer block", "k": k_ids, "accumulator_in": str(v["c"].v),
+                          "products": str(v["sum"].v),
+                          "text": f"block k = {_ranges(k_ids)}: exact sum of products "
+                                  f"{v['sum'].v}, accumulator in {v['c'].v}"})
+        elif label == "int_acc":
+            steps.append({"step": "integer accumulator", "value": str(v.v),
+                          "text": f"accumulator {v.v} (exact, or clamped per step)"})
+        elif label == "int_result":
+            val = v["exact_or_clamped"].v
+            sat = v["saturate"]
+            how = (f".satfinite: clamped to INT32_MIN..INT32_MAX ({v['sat_at']})" if sat
+                   else "wrap-around: low 32 bits, two's complement")
+            steps.append({"step": "integer result", "value": str(val), "saturate": sat,
+                          "sat_at": v["sat_at"], "text": f"{how}: {val}"})
         elif label == "accumulate_add":
             steps.append({"step": "add c", "chain": _elem(v["chain"].v, ins.d), "c": _elem(v["c"].v, ins.c),
                           "text": f"d = RNE-{ins.d}(chain + c) (IEEE add)"})
@@ -308,6 +325,9 @@ _STEP_LINE = {
     "rounded sum with c": lambda s: "  %s: T' = %s, c' = %s, S = %s" % (s["text"], s["T'"], s["c'"], s["S"]),
     "group sums": lambda s: f"  {s['text']}: T_even = {s['T_even']}, T_odd = {s['T_odd']}, T = {s['T']}",
     "exact sum": lambda s: f"  {s['text']}: products = {s['products']} -> {_bv(s['finite_result'])}",
+    "integer block": lambda s: f"  {s['text']}",
+    "integer accumulator": lambda s: f"  {s['text']}",
+    "integer result": lambda s: f"  {s['text']}",
     "add c": lambda s: f"  {s['text']}: {s['chain']['value']} + {s['c']['value']}",
 }
 

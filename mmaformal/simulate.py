@@ -338,8 +338,12 @@ def save_npy(path: str, D: np.ndarray) -> str:
 
 
 def value_of(bits: int, fmt_name: str):
-    """The exact value of a storage element: a Fraction, or "nan", "inf", "-inf", "0", "-0"."""
+    """The exact value of a storage element: a Fraction, or "nan", "inf", "-inf", "0", "-0".
+    Integer formats: the integer (a Fraction with denominator 1; zero is "0")."""
     f = fp.fmt(fmt_name)
+    if f.is_int:
+        v = int(fp.int_value(f, INT.const(int(bits), f.storage, False)).v)
+        return "0" if v == 0 else Fraction(v)
     u = fp.decode(f, INT.const(int(bits), f.storage, False))
     if u.nan.v:
         return "nan"
@@ -368,8 +372,18 @@ def decimal(v) -> str:
 
 def bits_of(v, fmt_name: str) -> int | None:
     """The storage element of format fmt_name whose value is exactly v (Fraction or one of the
-    strings of value_of), or None if there is none."""
+    strings of value_of), or None if there is none (integers: out of range, not an
+    integer, or not a number)."""
     f = fp.fmt(fmt_name)
+    if f.is_int:
+        if isinstance(v, str):
+            if v not in ("0", "-0"):
+                return None
+            v = 0
+        v = Fraction(v)
+        if v.denominator != 1 or not f.lo <= v <= f.hi:
+            return None
+        return int(v) & ((1 << f.k) - 1)
     sb = f.sign_bit
     if isinstance(v, str):
         if v in ("0", "-0"):

@@ -77,9 +77,9 @@ __all__ = [
 
 THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES", Path(__file__).resolve().parent.parent / "theories"))
 
-MODELS = ("fdpa", "fma", "ftz_addmul", "fpu")
+MODELS = ("fdpa", "fma", "ftz_addmul", "int", "fpu")
 FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
-_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "fpu": "fpu_dot"}
+_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "int": "int_chain", "fpu": "fpu_dot"}
 STATUSES = ("hypothesis", "corroborated", "refuted")
 K_ORDERS = ("natural", "mod4-pairs")
 ACCUMULATE = ("fused", "add")
@@ -93,7 +93,7 @@ _TOP_KEYS = frozenset({"meta", "theory"})
 _META_KEYS = frozenset({"arch", "description"})
 #: Parameters of the mma operations that the instruction fixes (operands, formats, scales).
 _FROM_INSTRUCTION = frozenset({"a", "b", "c", "fa", "fb", "fc", "f", "out", "fs",
-                               "scale_a", "scale_b"})
+                               "scale_a", "scale_b", "L", "saturate", "bop"})
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -126,6 +126,10 @@ def _check_param(name: str, v: Any) -> str | None:
         return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
     if name == "zero_sign":
         return None if v in ("ieee", "positive") else '"ieee" or "positive"'
+    if name == "sat_at":
+        return None if v in mma.SAT_AT else "one of " + ", ".join(mma.SAT_AT)
+    if name == "sat":
+        return None if v in mma.SAT else "one of " + ", ".join(mma.SAT)
     if name in ("tf32_round", "mode"):
         return None if v in fp.MODES else "one of " + ", ".join(fp.MODES)
     # a parameter this loader does not know yet: any TOML scalar
@@ -290,6 +294,8 @@ class Theory:
             return mma.ftz_addmul(a, b, c, fa, fb, fc=ins.c, **params)
         if self.model == "fpu":
             return mma.fpu_dot(a, b, c, f=fa, fc=ins.c, out=ins.d, **params)
+        if self.model == "int":
+            return mma.int_chain(a, b, c, fa, fb, ins.c, self.L, ins.satfinite, ins.bop, **params)
         # FDPA: blocks of L chained through the accumulator (Algorithm 5)
         out_fmt = mma.rho_of(params["rho"])[2].name if "rho" in params else ins.d
         op = getattr(mma, self.op)
@@ -392,11 +398,15 @@ def _check_static(t: Theory, file: str) -> None:
         raise ValueError(f"{w}: id must match {_ID.pattern}")
     if t.model not in MODELS:
         raise ValueError(f"{w}: unknown model {t.model!r}; known: {', '.join(MODELS)}")
-    if t.model == "fdpa":
-        if t.op not in FDPA_OPS:
+    if t.model in ("fdpa", "int"):
+        if t.model == "fdpa" and t.op not in FDPA_OPS:
             raise ValueError(f"{w}: unknown op {t.op!r} for model fdpa; known: {', '.join(FDPA_OPS)}")
+        if t.model == "int" and t.op != "int_chain":
+            raise ValueError(f"{w}: model int has op 'int_chain', not {t.op!r}")
         if not (_is_int(t.L) and t.L > 0):
-            raise ValueError(f"{w}: model fdpa needs L (L_max), a positive int")
+            raise ValueError(f"{w}: model {t.model} needs L (the block length), a positive int")
+        if t.model == "int" and (t.k_order != "natural" or t.accumulate != "fused" or t.convert):
+            raise ValueError(f"{w}: k_order, accumulate and convert belong to model fdpa only")
     else:
         if t.op != _MODEL_OP[t.model]:
             raise ValueError(f"{w}: model {t.model} has op {_MODEL_OP[t.model]!r}, not {t.op!r}")
@@ -454,6 +464,13 @@ def _check_fit(t: Theory, ins: Instruction) -> None:
                 raise ValueError(f"{w}: convert = {t.convert!r} is not exact for {role} format {f}")
     fa = t.convert or ins.a
     fb = t.convert or ins.b
+    if (t.model == "int") != ins.integer:
+        raise ValueError(f"{w}: model {t.model} " + ("needs" if t.model == "int" else
+                         "does not take") + " an integer instruction")
+    if t.model == "int":
+        if ins.k % min(ins.k, t.L):
+            raise ValueError(f"{w}: K = {ins.k} is not a multiple of L = {t.L}")
+        return
     if t.model == "fma":
         if not (fa == fb == ins.c == ins.d):
             raise ValueError(f"{w}: model fma needs a = b = c = d formats, got "

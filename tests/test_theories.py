@@ -285,6 +285,11 @@ def class_bits(fmt_name: str, cls: str, shape, rng: np.random.Generator) -> np.n
     dt = storage_dtype(fmt_name)
     width = f.k + f.pad
     n = int(np.prod(shape))
+    if f.is_int:          # integers: every class is raw bits of the k value bits (sparse: zeros)
+        x = rng.integers(0, 1 << f.k, n, dtype=np.uint64)
+        if cls in ("sparse", "subnormal"):
+            x[rng.random(n) < 0.75] = 0
+        return x.astype(dt).reshape(shape)
     sign = (rng.integers(0, 2, n).astype(np.uint64) << np.uint64(f.k - 1)) if f.signed else np.zeros(n, np.uint64)
     T_ = rng.integers(0, 1 << f.t, n, dtype=np.uint64) if f.t else np.zeros(n, np.uint64)
     maxE = f.max_code >> f.t

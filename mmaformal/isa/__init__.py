@@ -13,7 +13,7 @@ Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`
 *family* that the loader expands over the product of its list-valued keys:
 
     arch          canonical arch name or list of them (aliases are not allowed in data)
-    family        "mma" | "wgmma" | "tcgen05" | "mfma"
+    family        "mma" | "wgmma" | "tcgen05" | "mfma" | "wmma" | "smfmac"
     qualifier     template of the name after "<arch>/", with placeholders {m} {n} {k} {a} {b}
                   {c} {d} {scale} {blocks} and upper-case {A} {B} {C} {D} {S}
     m, n, k       int, list of ints, or {from, to, step} (inclusive range)
@@ -23,6 +23,10 @@ Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`
     scale         "" (default) or the scale format (ue8m0, ue4m3)
     scale_block   K elements per scale (0, the default, when there is no scale)
     blocks        independent M x N x K products per instruction (AMD multi-block forms), default 1
+    satfinite     bool or [false, true] (expanded): integer saturation (.satfinite); placeholder
+                  {sat} spells it (".satfinite" or "")
+    bop           "" or the single-bit operation ("xor" | "and", or a list): b1 .bop.popc;
+                  placeholder {bop}
     sass          expected SASS / machine mnemonic template ("" = unknown or not native)
     source        short citation (PTX ISA section, AMD ISA guide, seed paper table); required
     note          free text for reviewers (optional)
@@ -98,18 +102,23 @@ ALIASES: dict[str, str] = {
     "cdna3": "gfx942",
 }
 VENDOR_OF: dict[str, str] = {a: ("nvidia" if a.startswith("sm") else "amd") for a in ARCHS}
-FAMILIES: tuple[str, ...] = ("mma", "wgmma", "tcgen05", "mfma")
-_FAMILY_VENDOR = {"mma": "nvidia", "wgmma": "nvidia", "tcgen05": "nvidia", "mfma": "amd"}
-_FAMILY_PREFIX = {"mma": "mma.", "wgmma": "wgmma.", "tcgen05": "tcgen05.mma.", "mfma": "v_mfma_"}
+FAMILIES: tuple[str, ...] = ("mma", "wgmma", "tcgen05", "mfma", "wmma", "smfmac")
+_FAMILY_VENDOR = {"mma": "nvidia", "wgmma": "nvidia", "tcgen05": "nvidia", "mfma": "amd",
+                  "wmma": "nvidia", "smfmac": "amd"}
+_FAMILY_PREFIX = {"mma": "mma.", "wgmma": "wgmma.", "tcgen05": "tcgen05.mma.", "mfma": "v_mfma_",
+                  "wmma": "wmma.mma.", "smfmac": "v_smfmac_"}
 
 SCALE_FORMATS = frozenset({"ue8m0", "ue4m3"})
+INT_OPERAND_FORMATS = frozenset({"s8", "u8", "s4", "u4", "b1"})
 OPERAND_FORMATS = frozenset({
     "f64", "f32", "tf32", "f16", "bf16",
     "e4m3", "e5m2", "e3m2", "e2m3", "e2m1",
     "e4m3fnuz", "e5m2fnuz",
-})
-ACC_FORMATS = frozenset({"f64", "f32", "f16"})
-FORMATS = OPERAND_FORMATS | SCALE_FORMATS
+}) | INT_OPERAND_FORMATS
+ACC_FORMATS = frozenset({"f64", "f32", "f16", "s32"})
+#: Integer formats (fp.INT_FORMATS; spelled out here so this layer imports nothing of mmaformal)
+INT_FORMATS = INT_OPERAND_FORMATS | {"s32"}
+FORMATS = OPERAND_FORMATS | SCALE_FORMATS | ACC_FORMATS
 
 DATA_FILES: tuple[Path, ...] = (
     Path(__file__).with_name("nvidia.toml"),
@@ -153,6 +162,12 @@ class Instruction:
     source: str        # citation
     blocks: int = 1    # independent M x N x K products per instruction (AMD multi-block)
     note: str = ""
+    satfinite: bool = False   # integer: saturate to s32 (.satfinite) instead of wrapping
+    bop: str = ""             # b1: "xor" | "and" (.bop.popc)
+
+    @property
+    def integer(self) -> bool:
+        return self.a in INT_FORMATS
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -169,14 +184,14 @@ class Instruction:
 
 _ENTRY_KEYS = frozenset({
     "arch", "family", "qualifier", "m", "n", "k", "a", "b", "c", "d", "cd",
-    "scale", "scale_block", "blocks", "sass", "source", "note",
+    "scale", "scale_block", "blocks", "sass", "source", "note", "satfinite", "bop",
 })
 _REQUIRED = ("arch", "family", "qualifier", "m", "n", "k", "a", "b", "source")
 _TOP_KEYS = frozenset({"meta", "instruction"})
 _META_KEYS = frozenset({"vendor", "ptx_isa", "description"})
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _TEMPLATE_FIELDS = frozenset({"m", "n", "k", "a", "b", "c", "d", "scale", "blocks",
-                              "A", "B", "C", "D", "S"})
+                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP"})
 
 
 def _fail(where: str, msg: str) -> ValueError:
@@ -235,15 +250,16 @@ def _fill(where: str, template: str, values: dict[str, Any]) -> str:
 
 
 _AMD_AB = {
+    "i8": ("s8", "s8"),
     "f32": ("f32", "f32"), "f64": ("f64", "f64"), "f16": ("f16", "f16"),
     "bf16": ("bf16", "bf16"), "xf32": ("tf32", "tf32"),
     "fp8_fp8": ("e4m3fnuz", "e4m3fnuz"), "fp8_bf8": ("e4m3fnuz", "e5m2fnuz"),
     "bf8_fp8": ("e5m2fnuz", "e4m3fnuz"), "bf8_bf8": ("e5m2fnuz", "e5m2fnuz"),
 }
 _AMD_NAME = re.compile(
-    r"^v_mfma_(?P<d>f32|f64)_(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
+    r"^v_(?P<fam>mfma|smfmac)_(?P<d>f32|f64|i32)_(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
     r"(?:_(?P<blocks>\d+)b)?(?P<sep>_?)"
-    r"(?P<ab>xf32|f32|f64|bf16|f16|fp8_fp8|fp8_bf8|bf8_fp8|bf8_bf8)(?P<k1>_1k)?$"
+    r"(?P<ab>xf32|f32|f64|bf16|f16|i8|fp8_fp8|fp8_bf8|bf8_fp8|bf8_bf8)(?P<k1>_1k)?$"
 )
 _AMD_CDNA3_STYLE = {"gfx908": False, "gfx90a": False, "gfx942": True}
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
@@ -261,8 +277,11 @@ def _check_name(where: str, ins: Instruction) -> None:
             raise _fail(where, f"{ins.name}: not an AMD MFMA mnemonic of the expected form")
         if (int(mt["m"]), int(mt["n"]), int(mt["k"])) != ins.shape:
             raise _fail(where, f"{ins.name}: shape in the name is not (m, n, k) = {ins.shape}")
-        if (mt["d"], mt["d"]) != (ins.c, ins.d):
-            raise _fail(where, f"{ins.name}: name says c = d = {mt['d']}, "
+        dname = "s32" if mt["d"] == "i32" else mt["d"]
+        if mt["fam"] != ins.family:
+            raise _fail(where, f"{ins.name}: a {mt['fam']} name in family {ins.family}")
+        if (dname, dname) != (ins.c, ins.d):
+            raise _fail(where, f"{ins.name}: name says c = d = {dname}, "
                                f"fields say c = {ins.c}, d = {ins.d}")
         if _AMD_AB[mt["ab"]] != (ins.a, ins.b):
             raise _fail(where, f"{ins.name}: name says (a, b) = {_AMD_AB[mt['ab']]}, "
@@ -281,6 +300,8 @@ def _check_name(where: str, ins: Instruction) -> None:
             raise _fail(where, f"{ins.name}: '_1k' is a CDNA2 bf16 suffix")
         if ins.scale:
             raise _fail(where, f"{ins.name}: no block-scaled MFMA in the covered archs")
+        if ins.satfinite or ins.bop:
+            raise _fail(where, f"{ins.name}: satfinite and bop are NVIDIA qualifiers")
         return
     tokens = q.split(".")
     shape_at = 2 if ins.family == "tcgen05" else 1
@@ -291,6 +312,22 @@ def _check_name(where: str, ins: Instruction) -> None:
     tail = [ins.d, ins.a, ins.b] + ([ins.c] if ins.family == "mma" else [])
     if ins.scale:
         tail.append(ins.scale)
+    if ins.bop:
+        if ins.a != "b1" or ins.b != "b1" or ins.bop not in ("xor", "and"):
+            raise _fail(where, f"{ins.name}: bop (xor | and) goes with b1 operands only")
+        if tokens[-2:] != [ins.bop, "popc"]:
+            raise _fail(where, f"{ins.name}: must end with .{ins.bop}.popc")
+        tokens = tokens[:-2]
+    elif "b1" in (ins.a, ins.b):
+        raise _fail(where, f"{ins.name}: b1 operands need bop (xor | and)")
+    if ("satfinite" in tokens) != ins.satfinite:
+        raise _fail(where, f"{ins.name}: the .satfinite token must say satfinite = {ins.satfinite}")
+    if ins.satfinite and (not ins.integer or ins.bop):
+        raise _fail(where, f"{ins.name}: .satfinite is for s8/u8/s4/u4 operands")
+    integer = {ins.a in INT_FORMATS, ins.b in INT_FORMATS, ins.c in INT_FORMATS,
+               ins.d in INT_FORMATS}
+    if len(integer) != 1:
+        raise _fail(where, f"{ins.name}: integer and floating-point formats do not mix")
     if tokens[-len(tail):] != tail:
         raise _fail(where, f"{ins.name}: must end with .{'.'.join(tail)}")
     if ins.family != "mma" and ins.c != ins.d:
@@ -365,11 +402,19 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
     blocks = e.get("blocks", 1)
     if not _is_int(blocks) or blocks < 1:
         raise _fail(where, "'blocks' must be a positive int")
-    for arch, m, n, k, a, b, (c, d) in itertools.product(archs, ms, ns, ks, a_s, b_s, cds):
+    sats = e.get("satfinite", False)
+    sats = sats if isinstance(sats, list) else [sats]
+    if not sats or not all(isinstance(x, bool) for x in sats):
+        raise _fail(where, "'satfinite' must be true, false or a list of them")
+    bops = _strs(where, "bop", e["bop"]) if "bop" in e else [""]
+    for arch, m, n, k, a, b, (c, d), sat, bop in itertools.product(
+            archs, ms, ns, ks, a_s, b_s, cds, sats, bops):
         if scale_block and k % scale_block:
             raise _fail(where, f"scale_block {scale_block} does not divide k = {k}")
         vals = dict(m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale, blocks=blocks,
-                    A=a.upper(), B=b.upper(), C=c.upper(), D=d.upper(), S=scale.upper())
+                    A=a.upper(), B=b.upper(), C=c.upper(), D=d.upper(), S=scale.upper(),
+                    sat=".satfinite" if sat else "", SAT=".SAT" if sat else "",
+                    bop=bop, BOP=bop.upper())
         qualifier = _fill(where, e["qualifier"], vals)
         vendor = VENDOR_OF[arch]
         if _FAMILY_VENDOR[family] != vendor:
@@ -379,6 +424,7 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
             family=family, m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale,
             scale_block=scale_block, sass=_fill(where, e.get("sass", ""), vals),
             source=e["source"], blocks=blocks, note=e.get("note", ""),
+            satfinite=sat, bop=bop,
         )
         _check_name(where, ins)
         yield ins

@@ -407,10 +407,15 @@ class Witness:
 
 def neg_bits(x: BV, f: "str | fp.Format") -> BV:
     """-x: flip the sign bit; in formats without -0 (fnuz) the zero and the NaN code (the
-    sign-bit pattern) are their own negations. Unsigned formats are returned unchanged."""
+    sign-bit pattern) are their own negations. Unsigned formats are returned unchanged.
+    Signed integer formats: two's complement negation of the k value bits, wrapping (so the
+    most negative value, e.g. s8 -128, is its own negation)."""
     f = fp.fmt(f)
     if not f.signed:
         return x
+    if f.is_int:
+        m = (1 << f.k) - 1
+        return ((x & m) ^ m).add_wrap(1) & m
     sb = f.sign_bit << f.pad
     if f.nan == "negzero":
         mag = x & ((1 << (f.k - 1)) - 1) << f.pad
@@ -419,8 +424,11 @@ def neg_bits(x: BV, f: "str | fp.Format") -> BV:
 
 
 def approx_equal(x: BV, y: BV, f: "str | fp.Format"):
-    """x ~ y: equal bits, or both NaN, or both zero (+0 ~ -0). An equivalence relation."""
+    """x ~ y: equal bits, or both NaN, or both zero (+0 ~ -0). An equivalence relation.
+    Integer formats: equal bits."""
     f = fp.fmt(f)
+    if f.is_int:
+        return x == y
     u, v = fp.decode(f, x), fp.decode(f, y)
     return (u.nan & v.nan) | (u.zero & v.zero) | (x == y)
 
@@ -807,6 +815,9 @@ def twin_mutations(m: Model) -> list[dict]:
         out.append({"mode": "RZ" if p["mode"] != "RZ" else "RNE"})
     if "P" in p:
         out.append({"P": 2 if p["P"] == 4 else 4})
+    if "sat" in p:                  # integer: clamp where the qualifier wraps, or vice versa
+        out.append({"sat": "never" if m.theory.instr is not None and m.theory.instr.satfinite
+                    else "always"})
     return out
 
 

@@ -25,6 +25,13 @@ Features (seed 002 sec. 3.1.1-3.1.3, FPRev [22] extended to fused nodes):
     specials        Inf x 0, Inf - Inf, NaN operands with payloads, +-Inf with finite terms
     zero_sign       exact cancellation with c = +-0, all-zero inputs with signed zeros
 
+Integer instructions (s8/u8/s4/u4/b1 with s32 accumulators) have their own features
+(`INT_FEATURES`): independence, extremes (products of the format extremes: -128 * -128,
+127 * -128, 255 * 255, -8 * -8, b1 patterns; accumulators INT32_MAX / INT32_MIN), overflow (c
+within a few products of a bound, pushed over it: wrap vs .satfinite) and sat_step (c near a
+bound, a first block that overflows and a later block that comes back: clamp at the end vs after
+each block of L; rivals sat_at = "step" with L = K/4, K/2).
+
 Rivals: every theory of theories/ that covers the instruction, plus the primary theory with the
 feature's parameter changed (mutants as in distinguish: SPEC[F=24], the RD-twin, ...). Each
 probe's predictions are computed concretely for every rival (numpy lanes over `Theory.dot`);
@@ -54,11 +61,12 @@ import numpy as np
 from .. import fp, isa
 from .distinguish import BadInput, EXIT_BAD, EXIT_OK, Model, _hex, mutate, resolve
 
-__all__ = ["FEATURES", "dot_probes", "build_probes", "rivals", "write", "add_parser", "run"]
+__all__ = ["FEATURES", "INT_FEATURES", "dot_probes", "build_probes", "rivals", "write", "add_parser", "run"]
 
 FEATURES = ("independence", "order", "precision", "alignment", "output_rounding", "zero_exp",
             "normalization", "out_of_range", "subnormal", "specials", "zero_sign")
 _SPECIAL_FEATURES = ("normalization", "out_of_range", "subnormal", "specials", "zero_sign")
+INT_FEATURES = ("independence", "extremes", "overflow", "sat_step")
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
@@ -130,7 +138,7 @@ class _Builder:
         self.ins = ins
         self.fa, self.fb, self.fc = fp.fmt(ins.a), fp.fmt(ins.b), fp.fmt(ins.c)
         self.fd = fp.fmt(ins.d)
-        self.rows: dict[str, list] = {f: [] for f in FEATURES}
+        self.rows: dict[str, list] = {f: [] for f in (INT_FEATURES if ins.integer else FEATURES)}
 
     def add(self, feature: str, desc: str, prods: list, c) -> bool:
         K = self.ins.k
@@ -159,7 +167,74 @@ def _range(bd: _Builder) -> tuple[int, int]:
     return hi, lo
 
 
+def _ibits(f, v: int) -> int | None:
+    """Raw bits of the integer v in integer format f, or None when out of range."""
+    return v & ((1 << f.k) - 1) if f.lo <= v <= f.hi else None
+
+
+def _int_probes(ins: isa.Instruction) -> _Builder:
+    """The integer features (see the module docstring); every input is in range by
+    construction (checked by _ibits)."""
+    bd = _Builder(ins)
+    fa, fb, fc = bd.fa, bd.fb, bd.fc
+    K = ins.k
+    MAX, MIN = fc.hi, fc.lo
+    b1 = fa.name == "b1"
+
+    def add(feature, desc, pairs, c):
+        a = [_ibits(fa, x) for x, _ in pairs]
+        b = [_ibits(fb, y) for _, y in pairs]
+        cb = _ibits(fc, c)
+        if cb is None or None in a or None in b:
+            return
+        bd.add_raw(feature, desc, a, b, cb)
+
+    vals_a = sorted({fa.lo, fa.hi, 0, 1, min(fa.hi, 2), max(fa.lo, -1)})
+    vals_b = sorted({fb.lo, fb.hi, 0, 1, min(fb.hi, 2), max(fb.lo, -1)})
+    for x in vals_a:
+        for y in vals_b:
+            for c in (0, MAX, MIN):
+                add("extremes", f"a0={x}, b0={y}, c={c}", [(x, y)], c)
+                add("extremes", f"a{K - 1}={x}, b{K - 1}={y}, c={c}", [(0, 0)] * (K - 1) + [(x, y)], c)
+    # every product at an extreme (the largest sums the instruction can form)
+    for x, y in ((fa.lo, fb.lo), (fa.hi, fb.hi), (fa.lo, fb.hi), (fa.hi, fb.lo)):
+        for c in (0, MAX, MIN, -1):
+            add("extremes", f"all a={x}, b={y}, c={c}", [(x, y)] * K, c)
+    # overflow: c within a few products of a bound, pushed over by n products
+    big = max(((fa.lo, fb.lo), (fa.hi, fb.hi), (fa.lo, fb.hi), (fa.hi, fb.lo)),
+              key=lambda p: p[0] * p[1])
+    neg = min(((fa.lo, fb.hi), (fa.hi, fb.lo), (fa.lo, fb.lo)), key=lambda p: p[0] * p[1])
+    pb, pn = big[0] * big[1], neg[0] * neg[1]
+    for n in sorted({1, 2, K // 2, K}):
+        for d in (0, 1, pb - 1, pb, n * pb - 1, n * pb):
+            if pb > 0:
+                add("overflow", f"c=INT32_MAX-{d}, {n} products {big[0]}*{big[1]}", [big] * n, MAX - d)
+            if pn < 0:
+                add("overflow", f"c=INT32_MIN+{d}, {n} products {neg[0]}*{neg[1]}", [neg] * n, MIN + d)
+    if b1:
+        for n in sorted({1, K // 2, K}):
+            add("overflow", f"c=INT32_MAX, {n} ones", [(1, 0)] * n, MAX)
+    # sat_step: block 1 overflows, a later block comes back (clamp at the end vs per block)
+    if pb > 0 and pn < 0:
+        for L in sorted({K // 4, K // 2} - {0}):
+            for over in (1, pb, 3 * pb):
+                for back in (1, 2, L):
+                    first = [big] * L
+                    later = [(0, 0)] * (K - L - back) + [neg] * back
+                    if len(later) + L != K or K - L - back < 0:
+                        continue
+                    c = MAX - L * pb + over
+                    add("sat_step", f"c={c}, products k<{L}: {big[0]}*{big[1]}, last {back}: "
+                        f"{neg[0]}*{neg[1]}", first + later, c)
+                    c2 = MIN - L * pn - over
+                    add("sat_step", f"c={c2}, products k<{L}: {neg[0]}*{neg[1]}, last {back}: "
+                        f"{big[0]}*{big[1]}", [neg] * L + [(0, 0)] * (K - L - back) + [big] * back, c2)
+    return bd
+
+
 def build_probes(ins: isa.Instruction) -> _Builder:
+    if ins.integer:
+        return _int_probes(ins)
     bd = _Builder(ins)
     K = ins.k
     fa, fd = bd.fa, bd.fd
@@ -307,8 +382,10 @@ def dot_probes(ins: isa.Instruction):
     where no probe is exact in the instruction's formats (e.g. e2m1)."""
     from .infer import Batch
     bd = build_probes(ins)
-    reg = [x for x in (_batch(ins, bd.rows[f], f) for f in FEATURES if f not in _SPECIAL_FEATURES) if x]
-    spec = [x for x in (_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES) if x]
+    feats = INT_FEATURES if ins.integer else FEATURES
+    reg = [x for x in (_batch(ins, bd.rows[f], f) for f in feats
+                       if f not in _SPECIAL_FEATURES and f != "independence") if x]
+    spec = [x for x in (_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES if f in bd.rows) if x]
     return (Batch.concat(reg) if reg else None), (Batch.concat(spec) if spec else None)
 
 
@@ -331,6 +408,9 @@ _FEATURE_MUTANTS = {
         (("default", "propagate") if th.op in ("fma_chain", "e_fdpa", "ftz_addmul") else ())
         + ((0x7FFFFFFF, 0x7FC00000) if ins.d == "f32" else (0x7FFF, 0x7E00) if ins.d in ("f16", "bf16") else ()))
         if "nan" in p and n != p["nan"]],
+    "overflow": lambda p, ins, th: [{"sat": v} for v in ("always", "never") if "sat" in p and v != p["sat"]],
+    "sat_step": lambda p, ins, th: [{"sat_at": "step", "L": l} for l in sorted({ins.k // 4, ins.k // 2} - {0})
+                                    if "sat_at" in p],
     "zero_sign": lambda p, ins, th: [{"zero_sign": z} for z in ("ieee", "positive") if "zero_sign" in p and z != p["zero_sign"]],
 }
 
@@ -395,7 +475,7 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
                           "<feature>/A.npy, B.npy, C.npy; other elements are +0 (independence: "
                           "every row and column holds the probe)",
                 "source": "seed 002 sec. 3.1 (CLFP steps 1-3), FPRev [22] extended to fused nodes"}
-    for feature in FEATURES:
+    for feature in (INT_FEATURES if ins.integer else FEATURES):
         rv = rivals(base, feature)
         if feature == "independence":
             A, B, C = _independence(ins)

@@ -85,6 +85,11 @@ SYMMETRY_STATEMENT = (
     "Phi(-A, B, -C) ~ -Phi(A, B, C) for every input, where -x flips the sign bit (fnuz "
     "formats: 0x00 and the NaN 0x80 are their own negations) and x ~ y means bitwise equal, "
     "except that any two NaN outputs are equal and any two zero outputs (+0, -0) are equal")
+#: the same claim for integer instructions (negation and equality as integers do them)
+SYMMETRY_STATEMENT_INT = (
+    "Phi(-A, B, -C) = -Phi(A, B, C) for every input, where -x is the two's complement negation "
+    "of a signed integer (wrapping: the most negative value is its own negation; unsigned "
+    "operands are not negated) and = means bitwise equal")
 
 
 def depends() -> dict[str, str]:
@@ -225,7 +230,7 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     """Prove or refute symmetry of one model (see SYMMETRY_STATEMENT)."""
     persist = save if persist is None else persist
     t0 = _now()
-    claim = f"{m.label}: {SYMMETRY_STATEMENT}"
+    claim = f"{m.label}: {SYMMETRY_STATEMENT_INT if m.ins.integer else SYMMETRY_STATEMENT}"
     K, inp, out, sout, bad = symmetry_query(m)
     mono_text = smt2_text([bad])
     if emit:
