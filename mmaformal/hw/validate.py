@@ -50,6 +50,25 @@ PRESETS = {
 }
 
 
+_I8 = ("s8", "u8")
+_I4 = ("s4", "u4")
+_SAT = ("", ".satfinite")
+
+#: The sm90 forms added in issue 14: f16 mma.m8n8k4 (compiler-emulated), integer mma and
+#: integer wgmma (N = 8 and the largest N of the catalog), sparse mma.sp.
+PRESETS["sm90-m8n8k4"] = ["sm90/mma.m8n8k4.f32.f16.f16.f32", "sm90/mma.m8n8k4.f32.f16.f16.f16",
+                          "sm90/mma.m8n8k4.f16.f16.f16.f16"]
+PRESETS["sm90-int"] = (
+    [f"sm90/mma.{k}{sat}.s32.{a}.{b}.s32" for k in ("m8n8k16", "m16n8k16", "m16n8k32")
+     for sat in _SAT for a in _I8 for b in _I8]
+    + [f"sm90/mma.{k}{sat}.s32.{a}.{b}.s32" for k in ("m8n8k32", "m16n8k32", "m16n8k64")
+       for sat in _SAT for a in _I4 for b in _I4]
+    + [f"sm90/mma.{k}.s32.b1.b1.s32.{op}.popc" for k in ("m8n8k128", "m16n8k128", "m16n8k256")
+       for op in ("xor", "and")]
+    + [f"sm90/wgmma.m64n{n}k32{sat}.s32.{a}.{b}" for n in (8, 224) for sat in _SAT
+       for a in _I8 for b in _I8])
+
+
 def _hex(v) -> str:
     return hex(int(v))
 
@@ -71,7 +90,8 @@ def _tiles(klass, ins, T, rng):
 
 
 def _sim_parallel(simulate, name, A, B, Cm, workers):
-    """simulate() on all cores: it threads over tile chunks itself (MMAFORMAL_THREADS)."""
+    """simulate() on all cores: it threads over tile chunks itself (MMAFORMAL_THREADS);
+    ``simulate`` may be a closure that names a theory."""
     import os
     os.environ["MMAFORMAL_THREADS"] = str(workers)
     sm = sys.modules["mmaformal.simulate"]
@@ -79,8 +99,23 @@ def _sim_parallel(simulate, name, A, B, Cm, workers):
     return simulate(name, A, B, Cm, chunk=max(1 << 14, A.shape[0] * A.shape[1] * Cm.shape[-1] // (4 * workers)))
 
 
+def _rivals(name: str, primary) -> list:
+    """The evaluable rival theories of the primary that claim this instruction."""
+    from .. import theory as _theory
+    out = []
+    for tid in primary.competes_with:
+        try:
+            t = _theory.default().resolve(name, tid)
+        except Exception:  # noqa: BLE001  (the rival claims other instructions only)
+            continue
+        if t.evaluable[0]:
+            out.append(t)
+    return out
+
+
 def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,
-             sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20) -> dict:
+             sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20,
+             rivals: bool = True) -> dict:
     from . import runner
     from ..simulate import simulate
     from .. import theory as _theory
@@ -99,6 +134,10 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "seed": seed, "theory": _theory.resolve(name).id, "theory_hash": _theory.resolve(name).hash(),
            "layout_selfcheck": msg}
+    primary = _theory.resolve(name)
+    rivs = _rivals(name, primary) if rivals else []
+    res["rivals"] = {t.id: {"status": t.status, "tests": 0, "mismatches": 0, "classes": {},
+                            "counterexamples": []} for t in rivs}
     t_gen = t_gpu = t_sim = 0.0
     cex, samples = [], {}
     for klass in klasses:
@@ -111,10 +150,23 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
             D = runner.run(name, A, B, Cm)
             t2 = time.perf_counter()
             Dsim = _sim_parallel(simulate, name, A, B, Cm, workers)
-            t3 = time.perf_counter()
             t_gen += t1 - t0
             t_gpu += t2 - t1
-            t_sim += t3 - t2
+            for t_ in rivs:  # the same hardware outputs against each rival theory
+                rv = res["rivals"][t_.id]
+                Dr = _sim_parallel(lambda *x, **k: simulate(*x, theory=t_, **k), name, A, B, Cm, workers)
+                rb = np.nonzero(D != Dr)
+                rv["tests"] += int(D.size)
+                rv["mismatches"] += len(rb[0])
+                rv["classes"][klass] = rv["classes"].get(klass, 0) + len(rb[0])
+                for t, i, j in list(zip(*rb))[: max(0, 5 - sum(1 for x in rv["counterexamples"]
+                                                             if x["class"] == klass))]:
+                    rv["counterexamples"].append(
+                        {"class": klass, "a": [_hex(x) for x in A[t, i, :]],
+                         "b": [_hex(x) for x in B[t, :, j]], "c": _hex(Cm[t, i, j]),
+                         "hardware": _hex(D[t, i, j]), "simulated": _hex(Dr[t, i, j])})
+            t3 = time.perf_counter()
+            t_sim += t3 - t2  # the primary and the rivals
             bad = np.nonzero(D != Dsim)
             mism += len(bad[0])
             for t, i, j in list(zip(*bad))[: max(0, max_cex - sum(1 for x in cex if x["class"] == klass))]:
@@ -149,7 +201,8 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Validate instructions on the GPU against their theories.")
     p.add_argument("instructions", nargs="*")
-    p.add_argument("--preset", choices=sorted(PRESETS), help="a named instruction set")
+    p.add_argument("--preset", choices=sorted(PRESETS), action="append", default=[],
+                   help="a named instruction set (repeatable)")
     p.add_argument("--tar", type=Path, help="after each instruction, pack --out into this .tgz")
     p.add_argument("--tests", type=int, default=1_000_000)
     p.add_argument("--classes", default=",".join(C.CLASSES))
@@ -159,7 +212,7 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=0)
     a = p.parse_args(argv)
     rc = 0
-    names = list(a.instructions) + (PRESETS[a.preset] if a.preset else [])
+    names = list(a.instructions) + [n for p_ in a.preset for n in PRESETS[p_]]
     if not names:
         p.error("name instructions or a --preset")
     print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
@@ -171,7 +224,10 @@ def main(argv=None) -> int:
             rc |= 2
             continue
         print(f"{r['instruction']:44s} {r['tests']:11,d} {r['mismatches']:9,d} "
-              f"{r['rates']['gpu_dots_per_s']:12,d} {r['rates']['simulate_dots_per_s']:12,d}", flush=True)
+              f"{r['rates']['gpu_dots_per_s']:12,d} {r['rates']['simulate_dots_per_s']:12,d}"
+              f"  {r['theory']}", flush=True)
+        for tid, rv in r.get("rivals", {}).items():
+            print(f"    rival {tid}: {rv['mismatches']:,} of {rv['tests']:,}", flush=True)
         for k, v in r["classes"].items():
             if v["mismatches"]:
                 print(f"    {k:10s} {v['mismatches']:,} of {v['tests']:,}")
