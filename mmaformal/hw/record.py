@@ -139,14 +139,18 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--tar", type=Path)
+    p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
+    p.add_argument("--keep-tiles", type=int, default=32)
     a = p.parse_args(argv)
     names = list(a.instructions)
     if a.sparse_preset:
         names += [f"sm90/{q}" for q in kernels.SPARSE_MMA_FORMS]
+    si, sn = (int(x) for x in a.shard.split("/"))
+    names = names[si::sn]
     rc = 0
     for name in names:
         try:
-            r = record(name, a.tests, a.seed, a.out)
+            r = record(name, a.tests, a.seed, a.out, keep_tiles=a.keep_tiles)
             print(f"{name:56s} {r['tests']:11,d} {r['seconds']}", flush=True)
         except Exception as e:  # noqa: BLE001  (one broken form must not hide the others)
             print(f"{name:56s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)

@@ -210,9 +210,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path)
     p.add_argument("--sample", type=int, default=512)
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
     a = p.parse_args(argv)
     rc = 0
     names = list(a.instructions) + [n for p_ in a.preset for n in PRESETS[p_]]
+    si, sn = (int(x) for x in a.shard.split("/"))
+    names = names[si::sn]
     if not names:
         p.error("name instructions or a --preset")
     print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
