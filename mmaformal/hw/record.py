@@ -129,6 +129,42 @@ def replay(rec: dict, simulate_fn, klasses=None) -> dict:
             for k, h in digests.items()}
 
 
+def dropped_probe(name: str) -> dict:
+    """Does the hardware multiply the dropped (non-selected) positions? A keeps 1.0 in every
+    kept slot, the kept B rows are 1.0 and the dropped B rows +Inf (then NaN); C = 0. If only
+    the K/2 selected products enter the sum, D = K/2 exactly; if all K enter with zeros in the
+    dropped A slots, 0 * Inf gives NaN. Returns {probe: sorted distinct D bit patterns (hex)}."""
+    from .. import fp
+    from . import check, runner
+    s = kernels.spec(name)
+    if s.integer:
+        raise ValueError(f"{name}: integer forms have no Inf/NaN to probe with")
+    f = fp.fmt(s.btype)
+    one_a, one_b = check.encode_ints([1], s.atype)[0], check.encode_ints([1], s.btype)[0]
+    kh = s.k // 2
+    T = 4
+    rng = np.random.default_rng(0)
+    pos = sparse.random_pos(s.atype, s.k, T, rng)
+    meta = np.broadcast_to(pos[:, None, :], (T, s.m, kh)).copy()
+    A = np.full((T, s.m, kh), one_a, s.storage("a"))
+    g, kept, _ = sparse.group(s.atype)
+    sel = (np.arange(kh) // kept * g)[None, :] + pos.astype(np.int64)
+    keep = np.zeros((T, s.k), bool)
+    np.put_along_axis(keep, sel, True, axis=1)
+    Cm = np.zeros((T, s.m, s.n), s.storage("c"))
+    out = {}
+    specials = {"nan": fp.default_nan(f)}
+    if f.inf:
+        specials["inf"] = f.inf_code << f.pad
+    for what, code in specials.items():
+        B = np.where(keep[:, :, None], one_b, s.storage("b").type(code)).astype(s.storage("b"))
+        B = np.broadcast_to(B, (T, s.k, s.n)).copy()
+        D = runner.run(name, A, B, Cm, meta=meta)
+        out[f"dropped_b_{what}"] = sorted({hex(int(x)) for x in D.reshape(-1)})
+    out["want_if_selected_only"] = f"K/2 = {kh} in {s.dtype}"
+    return out
+
+
 def main(argv=None) -> int:
     import argparse
     import sys
@@ -141,6 +177,7 @@ def main(argv=None) -> int:
     p.add_argument("--tar", type=Path)
     p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
     p.add_argument("--keep-tiles", type=int, default=32)
+    p.add_argument("--probe", action="store_true", help="only the dropped-position probe")
     a = p.parse_args(argv)
     names = list(a.instructions)
     if a.sparse_preset:
@@ -148,6 +185,19 @@ def main(argv=None) -> int:
     si, sn = (int(x) for x in a.shard.split("/"))
     names = names[si::sn]
     rc = 0
+    if a.probe:
+        probes = {}
+        for name in names:
+            if kernels.spec(name).integer:
+                continue
+            try:
+                probes[name] = dropped_probe(name)
+            except Exception as e:  # noqa: BLE001
+                probes[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+            print(name, probes[name], flush=True)
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "dropped-probe.json").write_text(json.dumps(probes, indent=1) + "\n")
+        return 0
     for name in names:
         try:
             r = record(name, a.tests, a.seed, a.out, keep_tiles=a.keep_tiles)

@@ -141,6 +141,14 @@ def tile_words(pos: np.ndarray, fmt: str, k: int) -> tuple[np.ndarray, np.ndarra
         pat = lo
     elif bits == 16:
         pat = pat | (pat << np.uint64(16))
+    ub = uniform_bits(fmt, k)
+    if ub == 16 and bits == 32:
+        lo, hi = pat & np.uint64(0xFFFF), pat >> np.uint64(16)
+        if (lo != hi).any():
+            t, r = np.argwhere(lo != hi)[0]
+            raise ValueError(f"sparse metadata: tile {int(t)} row {int(r)}: the harness needs "
+                             f"the pattern of k < {k // 2} to repeat for k >= {k // 2} for this "
+                             "form (see mmaformal.hw.sparse.PERIOD16)")
     pat = pat.astype(np.uint32)
     uniform = (pat == pat[:, :1]).all(1)
     tiles = [np.flatnonzero(uniform)]
@@ -154,18 +162,32 @@ def tile_words(pos: np.ndarray, fmt: str, k: int) -> tuple[np.ndarray, np.ndarra
     return ti[order], np.concatenate(words)[order].astype(np.uint32), pat
 
 
+#: Forms whose warp-uniform metadata word must repeat every 16 bits along K: on the H100
+#: (2026-11-24) sparse m16n8k32 .f16/.bf16 and m16n8k16 .tf32 failed the layout self-check with
+#: a full 32-bit row pattern in every lane (7970 resp. 6766 of 8192 outputs wrong), so a lane's
+#: register does not hold one whole row there (two rows of 16 bits each would explain it).
+#: Source: counterexamples/hw/2026-11-24-h100-issue14/ (selfcheck).
+PERIOD16 = {("f16", 32), ("bf16", 32), ("tf32", 16)}
+
+
+def uniform_bits(fmt: str, k: int) -> int:
+    """Metadata bits along K that one warp-uniform word may vary over (the pattern repeats)."""
+    return 16 if (fmt, k) in PERIOD16 else min(32, pattern_bits(fmt, k))
+
+
 def random_pos(fmt: str, k: int, tiles: int, rng: np.random.Generator) -> np.ndarray:
     """(tiles, K/2) uint8 random kept positions, one pattern per tile, every choice of kept
-    positions per group equally likely; for 64-bit rows the pattern of the first half of K is
-    repeated in the second (what one warp-uniform metadata word can express)."""
+    positions per group equally likely; the pattern repeats along K every ``uniform_bits``
+    bits of metadata (64-bit rows: the first half of K repeats in the second; see PERIOD16),
+    which is what one warp-uniform metadata word can express."""
     g, kept, per = group(fmt)
     pairs = 2 if per == 2 else 1
     units = g // pairs
     ng = k // g
-    if pattern_bits(fmt, k) == 64:
-        ng //= 2
+    rep = pattern_bits(fmt, k) // uniform_bits(fmt, k)
+    ng //= rep
     pick = np.sort(np.argsort(rng.random((tiles, ng, units)), -1)[..., :kept // pairs], -1)
     pos = (pick[..., :, None] * pairs + np.arange(pairs)).reshape(tiles, -1)
-    if pattern_bits(fmt, k) == 64:
-        pos = np.concatenate([pos, pos], axis=1)
+    if rep > 1:
+        pos = np.concatenate([pos] * rep, axis=1)
     return pos.astype(np.uint8)

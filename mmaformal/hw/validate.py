@@ -78,14 +78,21 @@ def _progress(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _tiles(klass, ins, T, rng):
+def _tiles(klass, ins, T, rng, fast_c: bool = False):
+    """Tiles of one class. ``fast_c``: draw T*M accumulators (one generate call as large as
+    A's) and place them at random in the T x M x N C tiles instead of drawing T*M*N (whose
+    call also draws T*M*N x K unused products: the cost of K = 128/256 integer forms)."""
     M, N, K = ins.m, ins.n, ins.k
     a, _, _ = C.generate(klass, ins.a, ins.b, ins.c, K, T * M, rng)
     _, b, _ = C.generate(klass, ins.a, ins.b, ins.c, K, T * N, rng)
-    _, _, c = C.generate(klass, ins.a, ins.b, ins.c, K, T * M * N, rng)
     A = a.reshape(T, M, K)
     B = np.ascontiguousarray(b.reshape(T, N, K).transpose(0, 2, 1))
-    Cm = c.reshape(T, M, N)
+    if fast_c:
+        _, _, c = C.generate(klass, ins.a, ins.b, ins.c, K, T * M, rng)
+        Cm = c[rng.integers(0, T * M, size=(T, M, N))]
+    else:
+        _, _, c = C.generate(klass, ins.a, ins.b, ins.c, K, T * M * N, rng)
+        Cm = c.reshape(T, M, N)
     return A, B, Cm
 
 
@@ -115,7 +122,7 @@ def _rivals(name: str, primary) -> list:
 
 def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,
              sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20,
-             rivals: bool = True) -> dict:
+             rivals: bool = True, fast_c: bool = False) -> dict:
     from . import runner
     from ..simulate import simulate
     from .. import theory as _theory
@@ -133,7 +140,7 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
     res = {"instruction": name, "tests": 0, "mismatches": 0, "classes": {}, "device": info,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "seed": seed, "theory": _theory.resolve(name).id, "theory_hash": _theory.resolve(name).hash(),
-           "layout_selfcheck": msg}
+           "layout_selfcheck": msg, "fast_c": fast_c}
     primary = _theory.resolve(name)
     rivs = _rivals(name, primary) if rivals else []
     res["rivals"] = {t.id: {"status": t.status, "tests": 0, "mismatches": 0, "classes": {},
@@ -145,7 +152,7 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
         while done < per_class:
             T = max(1, min(per_class - done, chunk_dots) // dots_per_tile)
             t0 = time.perf_counter()
-            A, B, Cm = _tiles(klass, ins, T, rng)
+            A, B, Cm = _tiles(klass, ins, T, rng, fast_c)
             t1 = time.perf_counter()
             D = runner.run(name, A, B, Cm)
             t2 = time.perf_counter()
@@ -211,6 +218,8 @@ def main(argv=None) -> int:
     p.add_argument("--sample", type=int, default=512)
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
+    p.add_argument("--fast-c", action="store_true", help="T*M accumulators placed at random "
+                   "(see _tiles); needed for K = 128/256 integer forms within a device session")
     a = p.parse_args(argv)
     rc = 0
     names = list(a.instructions) + [n for p_ in a.preset for n in PRESETS[p_]]
@@ -221,7 +230,8 @@ def main(argv=None) -> int:
     print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
     for name in names:
         try:
-            r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample, workers=a.workers)
+            r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample,
+                         workers=a.workers, fast_c=a.fast_c)
         except Exception as e:  # keep going: one broken instruction must not hide the others
             print(f"{name:44s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
             rc |= 2
