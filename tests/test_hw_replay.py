@@ -64,8 +64,22 @@ def test_replay(rec):
         B[0, :, 0] = [int(x, 16) for x in cx["b"]]
         C[0, 0, 0] = int(cx["c"], 16)
         cex_bad += int(simulate(name, A, B, C)[0, 0, 0]) != int(cx["hardware"], 16)
+    # a rival counted in the campaign: its stored counterexamples still refute it
+    for tid, rv in r.get("rivals", {}).items():
+        if not rv["counterexamples"]:
+            continue
+        bad = 0
+        for cx in rv["counterexamples"]:
+            A = np.zeros((1, ins.m, ins.k), DT[fp.fmt(ins.a).storage])
+            B = np.zeros((1, ins.k, ins.n), DT[fp.fmt(ins.b).storage])
+            C = np.zeros((1, ins.m, ins.n), DT[fp.fmt(ins.c).storage])
+            A[0, 0] = [int(x, 16) for x in cx["a"]]
+            B[0, :, 0] = [int(x, 16) for x in cx["b"]]
+            C[0, 0, 0] = int(cx["c"], 16)
+            bad += int(simulate(name, A, B, C, theory=tid)[0, 0, 0]) != int(cx["hardware"], 16)
+        assert bad > 0 and theory.default().get(tid).status == "refuted", (name, tid)
     if th.status == "corroborated":
-        assert mism == 0 and cex_bad == 0, f"{name}: {th.id} no longer reproduces the H200"
+        assert mism == 0 and cex_bad == 0, f"{name}: {th.id} no longer reproduces the hardware"
     else:
         assert th.status == "refuted"
         assert mism + cex_bad > 0, f"{name}: {th.id} is marked refuted but fits every record"
