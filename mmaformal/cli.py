@@ -79,6 +79,9 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--c", required=True, metavar="C.npy", help="C (..., M, N) raw bits")
     q.add_argument("--scale-a", metavar="SA.npy", help="block scales of A (..., M, K/scale_block)")
     q.add_argument("--scale-b", metavar="SB.npy", help="block scales of B (..., K/scale_block, N)")
+    q.add_argument("--meta", metavar="E.npy", help="sparse instructions: metadata (..., M, K/2) "
+                   "uint8, the position of each kept A element in its group of 4 (tf32: of 2); "
+                   "with it A is compressed (..., M, K/2), without it A is dense (..., M, K)")
     q.add_argument("--out", required=True, metavar="D.npy")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
     q.add_argument("--json", action="store_true")
@@ -188,8 +191,9 @@ def _cmd_simulate(args) -> int:
     th = T.default().resolve(ins, args.theory)
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
+    E = load_npy(args.meta, "--meta")
     t0 = time.perf_counter()
-    D = simulate(ins, A, B, C, SA, SB, theory=th)
+    D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E)
     dt = time.perf_counter() - t0
     written = save_npy(args.out, D)
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
@@ -313,12 +317,22 @@ def _cmd_compare(args) -> int:
         wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
         a = [INT.const(x, wa, False) for x in vals["a"]] + [INT.const(0, wa, False)] * (K - len(a_t))
         b = [INT.const(x, wb, False) for x in vals["b"]] + [INT.const(0, wb, False)] * (K - len(b_t))
-        sc = None
+        sc = meta = None
         if ins.scale:  # scale factors 1.0
             one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
             sc = [INT.const(one, 8, False)] * (K // ins.scale_block)
+        if ins.sparse:  # a is the dense A row: at most 2 non-zeros per group of 4
+            from . import sparse as _sp
+            try:
+                kept, em = _sp.dense_row(ins, [int(x.v) for x in a])
+            except ValueError as e:
+                results.append({"instruction": ins.name, "output": None, "value": None,
+                                "excluded": str(e)})
+                continue
+            a = [INT.const(x, wa, False) for x in kept]
+            meta = [INT.const(x, 8, False) for x in em]
         try:
-            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc)
+            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc, meta)
         except ValueError as e:  # a theory the current mma cannot evaluate
             results.append({"instruction": ins.name, "output": None, "value": None,
                             "excluded": f"theory {th.id}: {e}"})

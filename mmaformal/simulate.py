@@ -19,6 +19,10 @@ leading batch dimensions broadcast. Block-scaled instructions (``scale_block`` e
 share a scale): scale_a (..., M, K / scale_block), scale_b (..., K / scale_block, N), raw bits
 of the scale format (uint8). D (batch..., M, N) is returned as raw bits of the D format. AMD
 multi-block forms (``blocks`` > 1) compute independent blocks: pass them as a batch dimension.
+Sparse instructions (mma.sp, wgmma.sp, v_smfmac; mmaformal.sparse): A is either compressed
+(..., M, K/2) (tf32: K/2 too, 1 of 2 kept) with ``meta`` of the same shape (uint8 positions within
+each group of 4, or 2), or dense (..., M, K) with at most 2 non-zeros per group of 4 and no
+``meta`` (the metadata is derived).
 
 Invariant: inputs are validated before any arithmetic (unknown instruction -> closest names;
 shape, dtype width and bits above a narrow format's width -> ValueError naming expected vs got).
@@ -81,15 +85,20 @@ def _kernel_locked(th, ins):
         from . import compile as _compile
         wa, wb, wc, wd = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d))
         nk = ins.k
+        na = ins.k // ins.sparsity[0] * ins.sparsity[1]
         nblk = ins.k // ins.scale_block if ins.scale else 0
 
         def fn(K, *x):
+            if ins.sparse:       # a (na), b (nk), c, metadata (na)
+                return th.dot(K, list(x[:na]), list(x[na:na + nk]), x[na + nk], None, None,
+                              list(x[na + nk + 1:]))
             sa = list(x[2 * nk + 1:2 * nk + 1 + nblk]) if nblk else None
             sb = list(x[2 * nk + 1 + nblk:]) if nblk else None
             return th.dot(K, list(x[:nk]), list(x[nk:2 * nk]), x[2 * nk], sa, sb)
+        widths = ([wa] * na + [wb] * nk + [wc] + [8] * na) if ins.sparse else \
+            ([wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk))
         try:
-            kern = _compile.compile_kernel(fn, [wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk), [wd],
-                                           disk_key=_disk_key(th, ins))
+            kern = _compile.compile_kernel(fn, widths, [wd], disk_key=_disk_key(th, ins))
         except _compile.Unsupported:
             kern = None
         except (RuntimeError, OSError) as e:       # say so once: a silent fallback hides a 100x
@@ -183,7 +192,7 @@ def _shape_err(where, what, got, want) -> ValueError:
 
 
 def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, theory=None,
-             chunk: int = DEFAULT_CHUNK) -> np.ndarray:
+             chunk: int = DEFAULT_CHUNK, meta=None) -> np.ndarray:
     """Raw bits of D = A*B + C for the instruction (see the module docstring)."""
     ins = isa.lookup(instr) if not isinstance(instr, Instruction) else instr
     th = _theory.default().resolve(ins, theory)
@@ -195,7 +204,22 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     B = as_bits(b, ins.b, "B", name)
     C = as_bits(c, ins.c, "C", name)
     M, N, K = ins.m, ins.n, ins.k
-    for what, X, want in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
+    KA = K
+    E = None
+    if ins.sparse:
+        from . import sparse as _sp
+        KA = _sp.kept_width(ins)
+        if meta is None:
+            if A.ndim < 2 or A.shape[-2:] != (M, K):
+                raise ValueError(f"{name}: a sparse A without metadata must be dense, shape "
+                                 f"(..., {M}, {K}); a compressed A (..., {M}, {KA}) needs meta")
+            A, E = _sp.compress(A, ins, name)
+        else:
+            E = _sp.check_meta(meta, ins, name)
+    elif meta is not None:
+        raise ValueError(f"{name} is not sparse: it takes no metadata")
+    for what, X, want in (("A", A, (M, KA)), ("B", B, (K, N)), ("C", C, (M, N))) + \
+            ((("metadata", E, (M, KA)),) if E is not None else ()):
         if X.ndim < 2 or X.shape[-2:] != want:
             raise _shape_err(name, what, X.shape, "(..., %d, %d)" % want)
     mats = [A, B, C]
@@ -215,6 +239,8 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
         mats += [SA, SB]
     elif scale_a is not None or scale_b is not None:
         raise ValueError(f"{name} is not block-scaled: it takes no scale_a/scale_b")
+    if E is not None:
+        mats.append(E)
     try:
         batch = np.broadcast_shapes(*(X.shape[:-2] for X in mats))
     except ValueError:
@@ -224,6 +250,12 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     total = out.size
     if total == 0:
         return out
+    if E is not None:
+        # a sparse A travels with its metadata: both as (.., M, KA) columns of one tile
+        Ab = np.broadcast_to(A, batch + (M, KA))
+        Eb = np.broadcast_to(E, batch + (M, KA))
+        return _simulate_sparse(th, ins, Ab, Eb, np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2),
+                                np.broadcast_to(C, batch + (M, N)), out, chunk)
     Ab = np.broadcast_to(A, batch + (M, K))
     Bt = np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2)
     Cb = np.broadcast_to(C, batch + (M, N))
@@ -264,6 +296,41 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
             sa = [NUMPY.lift(s_a[:, q], 8) for q in range(s_a.shape[1])]
             sb = [NUMPY.lift(s_b[:, q], 8) for q in range(s_b.shape[1])]
         d = th.dot(NUMPY, a_cols, b_cols, NUMPY.lift(cv, wc), sa, sb)
+        v = np.broadcast_to(np.asarray(d.v), (hi - lo,))
+        flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
+            np.array([int(x) for x in v], dtype=out.dtype)
+    return out
+
+
+def _simulate_sparse(th, ins, Ab, Eb, Bt, Cb, out, chunk):
+    """The lanes of a sparse instruction: compressed A, its metadata, B, C per dot product."""
+    M, N, K = ins.m, ins.n, ins.k
+    KA = Ab.shape[-1]
+    batch = out.shape[:-2]
+    total = out.size
+    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+    flat = out.reshape(-1)
+    built = (th.hash(), ins.name) in _KERNELS
+    kern = _kernel(th, ins) if (built or total >= COMPILE_MIN or BACKEND == "compiled") else None
+    for lo in range(0, total, max(1, int(chunk))):
+        hi = min(total, lo + max(1, int(chunk)))
+        lane = np.arange(lo, hi, dtype=np.int64)
+        j = lane % N
+        i = (lane // N) % M
+        bidx = np.unravel_index(lane // (M * N), batch) if batch else ()
+        rows, ems = Ab[bidx + (i,)], Eb[bidx + (i,)]
+        cols = Bt[bidx + (j,)]
+        cv = Cb[bidx + (i, j)]
+        if kern is not None:
+            ins_cols = [np.ascontiguousarray(rows[:, k]) for k in range(KA)] + \
+                [np.ascontiguousarray(cols[:, k]) for k in range(K)] + [np.ascontiguousarray(cv)] + \
+                [np.ascontiguousarray(ems[:, k]) for k in range(KA)]
+            (d,) = kern(*ins_cols)
+            flat[lo:hi] = d
+            continue
+        d = th.dot(NUMPY, [NUMPY.lift(rows[:, k], wa) for k in range(KA)],
+                   [NUMPY.lift(cols[:, k], wb) for k in range(K)], NUMPY.lift(cv, wc), None, None,
+                   [NUMPY.lift(ems[:, k], 8) for k in range(KA)])
         v = np.broadcast_to(np.asarray(d.v), (hi - lo,))
         flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
             np.array([int(x) for x in v], dtype=out.dtype)

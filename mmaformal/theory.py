@@ -1,7 +1,7 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
-May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache (and
-the standard library). Never z3 at module level (the simulator path imports this module).
+May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
+mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3 at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -31,6 +31,11 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
     accumulate = "fused"        # "fused": c enters the first block (Algorithm 5);
                                 # "add": the chain starts from +0 and c is added at the end by an
                                 # IEEE RNE addition in the output format (NVIDIA canonical NaN)
+    sparse = ""                 # sparse instructions only (mma.sp, wgmma.sp, v_smfmac), required
+                                # there: "selected" (the fused sums take only the K/2 selected
+                                # terms, chained in blocks of L selected terms; B rows picked by
+                                # the metadata) | "dense" (A expanded with zeros: all K terms,
+                                # blocks of L over the logical K)
     note = ""
     [theory.params]             # exactly the op's keyword parameters (signature of mma.<op>),
     F = 25                      # minus those the instruction fixes (formats, scales)
@@ -83,10 +88,11 @@ _MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "int": "int_chain",
 STATUSES = ("hypothesis", "corroborated", "refuted")
 K_ORDERS = ("natural", "mod4-pairs")
 ACCUMULATE = ("fused", "add")
+SPARSE = ("", "selected", "dense")
 
 _THEORY_KEYS = frozenset({
     "id", "instructions", "model", "op", "L", "params", "status", "provenance", "competes_with",
-    "primary", "convert", "k_order", "accumulate", "note",
+    "primary", "convert", "k_order", "accumulate", "note", "sparse",
 })
 _REQUIRED = ("id", "instructions", "model", "params", "status", "provenance")
 _TOP_KEYS = frozenset({"meta", "theory"})
@@ -173,6 +179,7 @@ class Theory:
     accumulate: str = "fused"
     note: str = ""
     file: str = ""
+    sparse: str = ""
     instr: Instruction | None = dataclasses.field(default=None, compare=False)
 
     # -- content ---------------------------------------------------------------------------
@@ -182,11 +189,14 @@ class Theory:
 
     def content(self) -> dict[str, Any]:
         """The arithmetic content (what `hash` covers)."""
-        return {
+        d = {
             "id": self.id, "instructions": list(self.instructions), "model": self.model,
             "op": self.op, "L": self.L, "params": dict(sorted(self.params)),
             "convert": self.convert, "k_order": self.k_order, "accumulate": self.accumulate,
         }
+        if self.sparse:          # only when set: the hashes of dense theories stay as they were
+            d["sparse"] = self.sparse
+        return d
 
     def hash(self) -> str:
         """sha256 (hex) of the canonical arithmetic content of the theory."""
@@ -213,6 +223,8 @@ class Theory:
             extra.append(f"k_order={self.k_order}")
         if self.accumulate != "fused":
             extra.append(f"accumulate={self.accumulate}")
+        if self.sparse:
+            extra.append(f"sparse={self.sparse}")
         return f"{head}({', '.join(extra + [ps] if ps else extra)})"
 
     def replace(self, **changes) -> "Theory":
@@ -253,18 +265,80 @@ class Theory:
         return self.instr
 
     def dot(self, K: Backend, a_cols: Sequence[BV], b_cols: Sequence[BV], c: BV,
-            scale_a: Sequence[BV] | None = None, scale_b: Sequence[BV] | None = None) -> BV:
+            scale_a: Sequence[BV] | None = None, scale_b: Sequence[BV] | None = None,
+            meta: Sequence[BV] | None = None) -> BV:
         """The whole K-long dot product d = Phi(a, b, c) of the bound instruction, on back-end K.
 
         a_cols[k], b_cols[k]: storage elements of the instruction's a/b formats (one BV per k;
         on the numpy back-end each holds all lanes); c: accumulator element. Block-scaled
         instructions take one scale element per K-block: scale_a[j], scale_b[j] apply to
         k in [j * scale_block, (j + 1) * scale_block). Returns the D element (storage bits).
+
+        Sparse instructions (mmaformal.sparse): a_cols holds the K/G*kept kept elements of A
+        (compressed), meta the matching positions within their groups (8-bit elements, values
+        0..G-1, checked by the front ends; in a symbolic query the caller constrains them),
+        b_cols all K elements of B. The theory's `sparse` key says how they are summed.
+        Without meta, a_cols may be the dense row of A (K elements): the kept elements and the
+        metadata are derived (sparse.derive; a row that breaks the pattern is a ValueError on
+        the concrete back-ends, and must be excluded by the caller on the symbolic ones).
         """
         ins = self._bound()
+        if ins.sparse:
+            a_cols = list(a_cols)
+            if meta is None and len(a_cols) == ins.k:
+                from . import sparse as _sp
+                a_cols, meta, ok = _sp.derive(K, a_cols, ins)
+                v = ok.v          # concrete: a bool or numpy lanes; symbolic: the caller's
+                bad = (not v) if isinstance(v, bool) else \
+                    (not bool(v.all())) if type(v).__module__ == "numpy" else False
+                if bad:
+                    raise ValueError(f"{ins.name}: the dense A breaks {ins.sparsity[1]}:"
+                                     f"{ins.sparsity[0]} sparsity (mmaformal.sparse)")
+            return self._dot_sparse(K, a_cols, list(b_cols), c, meta)
+        if meta is not None:
+            raise ValueError(f"{ins.name} is dense: it takes no metadata")
+        return self._dot_dense(K, list(a_cols), list(b_cols), c, scale_a, scale_b)
+
+    def _dot_sparse(self, K: Backend, a: list, b: list, c: BV, meta) -> BV:
+        ins = self._bound()
+        G, kept = ins.sparsity
+        nk = ins.k // G * kept
+        if meta is None or len(meta) != nk or len(a) != nk or len(b) != ins.k:
+            raise ValueError(f"{ins.name}: a sparse dot needs {nk} a elements, {nk} metadata "
+                             f"elements and {ins.k} b elements, got {len(a)}, "
+                             f"{0 if meta is None else len(meta)} and {len(b)}")
+        mma._note("sparse", {"mode": self.sparse, "G": G, "kept": kept,
+                             "meta": [m for m in meta]})
+        if self.sparse == "selected":
+            # B row of each kept element: the one its metadata index names in its group
+            sel = []
+            for j in range(nk):
+                g = j // kept
+                r = b[g * G + G - 1]
+                for p in range(G - 2, -1, -1):
+                    r = ite(meta[j] == p, b[g * G + p], r)
+                sel.append(r)
+            return self._dot_dense(K, a, sel, c, None, None)
+        # "dense": A expanded with +0 where no kept element sits
+        zero = K.const(0, fp.fmt(ins.a).storage, False)
+        full = []
+        for g in range(ins.k // G):
+            for p in range(G):
+                r = zero
+                for j in range(g * kept, (g + 1) * kept):
+                    r = ite(meta[j] == p, a[j], r)
+                full.append(r)
+        return self._dot_dense(K, full, b, c, None, None)
+
+    def _dot_dense(self, K: Backend, a_cols: list, b_cols: list, c: BV,
+                   scale_a: Sequence[BV] | None, scale_b: Sequence[BV] | None) -> BV:
+        ins = self._bound()
         kdim = len(a_cols)
-        if len(b_cols) != kdim or kdim != ins.k:
-            raise ValueError(f"{ins.name}: dot needs {ins.k} a and b elements, got "
+        want = ins.k
+        if ins.sparse and self.sparse == "selected":
+            want = ins.k // ins.sparsity[0] * ins.sparsity[1]
+        if len(b_cols) != kdim or kdim != want:
+            raise ValueError(f"{ins.name}: dot needs {want} a and b elements, got "
                              f"{len(a_cols)} and {len(b_cols)}")
         if ins.scale:
             nblk = ins.k // ins.scale_block
@@ -344,8 +418,12 @@ class Theory:
             sc = None
             if ins.scale:
                 sc = [INT.const(0, 8, False)] * (ins.k // ins.scale_block)
-            self.dot(INT, [INT.const(0, wa, False)] * ins.k, [INT.const(0, wb, False)] * ins.k,
-                     INT.const(0, wc, False), sc, sc)
+            na = ins.k // ins.sparsity[0] * ins.sparsity[1]
+            meta = None
+            if ins.sparse:
+                meta = [INT.const(j % ins.sparsity[1], 8, False) for j in range(na)]
+            self.dot(INT, [INT.const(0, wa, False)] * na, [INT.const(0, wb, False)] * ins.k,
+                     INT.const(0, wc, False), sc, sc, meta)
         except (ValueError, TypeError) as e:
             return False, str(e)
         return True, ""
@@ -422,6 +500,8 @@ def _check_static(t: Theory, file: str) -> None:
         raise ValueError(f"{w}: instructions must be a non-empty list")
     if t.k_order not in K_ORDERS:
         raise ValueError(f"{w}: unknown k_order {t.k_order!r}; known: {', '.join(K_ORDERS)}")
+    if t.sparse not in SPARSE:
+        raise ValueError(f"{w}: unknown sparse {t.sparse!r}; known: selected, dense")
     if t.accumulate not in ACCUMULATE:
         raise ValueError(f"{w}: unknown accumulate {t.accumulate!r}; known: {', '.join(ACCUMULATE)}")
     if t.convert and t.convert not in isa.OPERAND_FORMATS:
@@ -464,6 +544,13 @@ def _check_fit(t: Theory, ins: Instruction) -> None:
                 raise ValueError(f"{w}: convert = {t.convert!r} is not exact for {role} format {f}")
     fa = t.convert or ins.a
     fb = t.convert or ins.b
+    if bool(t.sparse) != bool(ins.sparse):
+        raise ValueError(f"{w}: " + ("a sparse instruction needs sparse = 'selected' or 'dense'"
+                                     if ins.sparse else "sparse belongs to sparse instructions"))
+    if ins.sparse and t.sparse == "selected" and t.model in ("fdpa", "int"):
+        nk = ins.k // ins.sparsity[0] * ins.sparsity[1]
+        if nk % min(nk, t.L):
+            raise ValueError(f"{w}: the {nk} selected terms are not a multiple of L = {t.L}")
     if (t.model == "int") != ins.integer:
         raise ValueError(f"{w}: model {t.model} " + ("needs" if t.model == "int" else
                          "does not take") + " an integer instruction")
@@ -587,7 +674,8 @@ def _parse_file(path: Path) -> list[Theory]:
         instrs = e["instructions"]
         if not (isinstance(instrs, list) and instrs and all(isinstance(x, str) for x in instrs)):
             raise ValueError(f"{w}: instructions must be a non-empty list of strings")
-        for key in ("model", "op", "status", "provenance", "convert", "k_order", "accumulate", "note"):
+        for key in ("model", "op", "status", "provenance", "convert", "k_order", "accumulate", "note",
+                    "sparse"):
             if key in e and not isinstance(e[key], str):
                 raise ValueError(f"{w}: {key} must be a string")
         if "primary" in e and not isinstance(e["primary"], bool):
@@ -611,7 +699,7 @@ def _parse_file(path: Path) -> list[Theory]:
             params=tuple(sorted(params.items())), status=e["status"], provenance=e["provenance"],
             competes_with=tuple(cw), primary=e.get("primary", True), convert=e.get("convert", ""),
             k_order=e.get("k_order", "natural"), accumulate=e.get("accumulate", "fused"),
-            note=e.get("note", ""), file=file,
+            note=e.get("note", ""), file=file, sparse=e.get("sparse", ""),
         )
         _check_static(t, file)
         out.append(t)

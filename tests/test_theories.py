@@ -53,7 +53,8 @@ def test_module_layering():
             absolute.add(node.module.split(".")[0])
         elif isinstance(node, ast.Import):
             absolute |= {a.name.split(".")[0] for a in node.names}
-    assert rel <= {"isa", "mma", "fp", "bits", "_cache"}, rel   # _cache: stdlib-only table cache
+    # _cache: stdlib-only table cache; sparse: the metadata rule (layer 4c: isa, fp, bits, numpy)
+    assert rel <= {"isa", "mma", "fp", "bits", "_cache", "sparse"}, rel
     assert not absolute & {"z3", "numpy", "mmaformal"}, absolute
 
 
@@ -349,6 +350,9 @@ def test_every_theory_simulates_every_class(ts, tid):
         C.append(c.reshape(ins.m, ins.n))
     nb = len(A)
     A, B, C = np.stack(A), np.stack(B), np.stack(C)
+    if ins.sparse:        # a dense A keeps 2:4 (tf32 1:2): the pruned positions are +0
+        G, kept = ins.sparsity
+        A[..., (np.arange(ins.k) % G) >= kept] = 0
     sc = {}
     if ins.scale:
         nblk = ins.k // ins.scale_block

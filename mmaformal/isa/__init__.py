@@ -27,6 +27,11 @@ Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`
                   {sat} spells it (".satfinite" or "")
     bop           "" or the single-bit operation ("xor" | "and", or a list): b1 .bop.popc;
                   placeholder {bop}
+    sparse        NVIDIA: "" (dense), "sp" or "sp::ordered_metadata" (or a list), spelled by the
+                  placeholder {sp} (".sp" / ".sp::ordered_metadata"); AMD v_smfmac_* are sparse
+                  by family. Sparse forms keep the logical K in k: A is M x K with 2 of every 4
+                  consecutive elements kept (tf32: 1 of 2), passed compressed (M x K/2) with
+                  metadata (mmaformal.sparse)
     sass          expected SASS / machine mnemonic template ("" = unknown or not native)
     source        short citation (PTX ISA section, AMD ISA guide, seed paper table); required
     note          free text for reviewers (optional)
@@ -164,6 +169,14 @@ class Instruction:
     note: str = ""
     satfinite: bool = False   # integer: saturate to s32 (.satfinite) instead of wrapping
     bop: str = ""             # b1: "xor" | "and" (.bop.popc)
+    sparse: str = ""          # "" dense; "sp" | "sp::ordered_metadata" (NVIDIA); "smfmac" (AMD)
+
+    @property
+    def sparsity(self) -> tuple[int, int]:
+        """(group, kept): (1, 1) dense; (4, 2) for 2:4 sparse A; (2, 1) for tf32 (PTX: 1:2)."""
+        if not self.sparse:
+            return (1, 1)
+        return (2, 1) if self.a == "tf32" else (4, 2)
 
     @property
     def integer(self) -> bool:
@@ -184,14 +197,14 @@ class Instruction:
 
 _ENTRY_KEYS = frozenset({
     "arch", "family", "qualifier", "m", "n", "k", "a", "b", "c", "d", "cd",
-    "scale", "scale_block", "blocks", "sass", "source", "note", "satfinite", "bop",
+    "scale", "scale_block", "blocks", "sass", "source", "note", "satfinite", "bop", "sparse",
 })
 _REQUIRED = ("arch", "family", "qualifier", "m", "n", "k", "a", "b", "source")
 _TOP_KEYS = frozenset({"meta", "instruction"})
 _META_KEYS = frozenset({"vendor", "ptx_isa", "description"})
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _TEMPLATE_FIELDS = frozenset({"m", "n", "k", "a", "b", "c", "d", "scale", "blocks",
-                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP"})
+                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP", "sp"})
 
 
 def _fail(where: str, msg: str) -> ValueError:
@@ -262,6 +275,7 @@ _AMD_NAME = re.compile(
     r"(?P<ab>xf32|f32|f64|bf16|f16|i8|fp8_fp8|fp8_bf8|bf8_fp8|bf8_bf8)(?P<k1>_1k)?$"
 )
 _AMD_CDNA3_STYLE = {"gfx908": False, "gfx90a": False, "gfx942": True}
+_SPARSE_NV = ("sp", "sp::ordered_metadata")
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 
 
@@ -302,9 +316,22 @@ def _check_name(where: str, ins: Instruction) -> None:
             raise _fail(where, f"{ins.name}: no block-scaled MFMA in the covered archs")
         if ins.satfinite or ins.bop:
             raise _fail(where, f"{ins.name}: satfinite and bop are NVIDIA qualifiers")
+        if (ins.family == "smfmac") != (ins.sparse == "smfmac"):
+            raise _fail(where, f"{ins.name}: v_smfmac_* and only they are sparse (sparse = 'smfmac')")
+        if ins.family == "smfmac" and (ins.blocks != 1 or _AMD_CDNA3_STYLE[ins.arch] is False):
+            raise _fail(where, f"{ins.name}: v_smfmac_* are single-block CDNA3 forms")
         return
     tokens = q.split(".")
-    shape_at = 2 if ins.family == "tcgen05" else 1
+    sp_tok = tokens[1] if len(tokens) > 1 and tokens[1] in _SPARSE_NV else ""
+    if sp_tok != ins.sparse:
+        raise _fail(where, f"{ins.name}: token 1 must say sparse = {ins.sparse!r}")
+    if ins.sparse and ins.family not in ("mma", "wgmma"):
+        raise _fail(where, f"{ins.name}: only mma and wgmma have NVIDIA sparse forms")
+    if ins.sparse == "sp::ordered_metadata" and ins.family != "mma":
+        raise _fail(where, f"{ins.name}: sp::ordered_metadata is an mma qualifier")
+    if ins.sparse and ins.k % (2 * ins.sparsity[0]):
+        raise _fail(where, f"{ins.name}: a sparse K must be a multiple of {2 * ins.sparsity[0]}")
+    shape_at = 2 if ins.family == "tcgen05" or ins.sparse else 1
     mt = _SHAPE.match(tokens[shape_at]) if len(tokens) > shape_at else None
     if not mt or tuple(int(x) for x in mt.groups()) != ins.shape:
         raise _fail(where, f"{ins.name}: token {shape_at} must be "
@@ -407,14 +434,18 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
     if not sats or not all(isinstance(x, bool) for x in sats):
         raise _fail(where, "'satfinite' must be true, false or a list of them")
     bops = _strs(where, "bop", e["bop"]) if "bop" in e else [""]
-    for arch, m, n, k, a, b, (c, d), sat, bop in itertools.product(
-            archs, ms, ns, ks, a_s, b_s, cds, sats, bops):
+    sps = _strs(where, "sparse", e["sparse"]) if "sparse" in e else [""]
+    for x in sps:
+        if x not in ("", "smfmac") + _SPARSE_NV:
+            raise _fail(where, f"'sparse' must be sp, sp::ordered_metadata or smfmac, not {x!r}")
+    for arch, m, n, k, a, b, (c, d), sat, bop, sp in itertools.product(
+            archs, ms, ns, ks, a_s, b_s, cds, sats, bops, sps):
         if scale_block and k % scale_block:
             raise _fail(where, f"scale_block {scale_block} does not divide k = {k}")
         vals = dict(m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale, blocks=blocks,
                     A=a.upper(), B=b.upper(), C=c.upper(), D=d.upper(), S=scale.upper(),
                     sat=".satfinite" if sat else "", SAT=".SAT" if sat else "",
-                    bop=bop, BOP=bop.upper())
+                    bop=bop, BOP=bop.upper(), sp=f".{sp}" if sp and sp != "smfmac" else "")
         qualifier = _fill(where, e["qualifier"], vals)
         vendor = VENDOR_OF[arch]
         if _FAMILY_VENDOR[family] != vendor:
@@ -424,7 +455,7 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
             family=family, m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale,
             scale_block=scale_block, sass=_fill(where, e.get("sass", ""), vals),
             source=e["source"], blocks=blocks, note=e.get("note", ""),
-            satfinite=sat, bop=bop,
+            satfinite=sat, bop=bop, sparse=sp,
         )
         _check_name(where, ins)
         yield ins
@@ -514,7 +545,8 @@ def canonical_name(name: str) -> str:
     if arch.startswith("gfx"):
         return f"{arch}/{q.lower()}"
     tokens = [t for t in q.split(".") if t and t not in _DROP_TOKENS]
-    head = 2 if tokens[:2] == ["tcgen05", "mma"] else 1
+    head = 2 if tokens[:2] == ["tcgen05", "mma"] or (len(tokens) > 1 and tokens[1] in _SPARSE_NV) \
+        else 1
     shapes = [i for i, t in enumerate(tokens) if _SHAPE_ANY.match(t)]
     if shapes and shapes[0] != head:
         tokens.insert(head, tokens.pop(shapes[0]))

@@ -139,6 +139,9 @@ class Model:
         return self.k // self.ins.scale_block if self.ins.scale else 0
 
     def dot(self, K, a: Sequence[BV], b: Sequence[BV], c: BV, sa=None, sb=None) -> BV:
+        """Sparse instructions take the dense A row (K elements, at most 2 non-zeros per group
+        of 4): the kept elements and the metadata are derived by mmaformal.sparse.derive (the
+        rule simulate applies to a dense A); `sparse_valid` is the input constraint."""
         k = self.ins.k
         ns = k // self.ins.scale_block if self.ins.scale else 0
         with (_align_rd() if self.rd else contextlib.nullcontext()):
@@ -146,10 +149,26 @@ class Model:
             for j in range(self.n):
                 if self.n > 1:
                     mma._note("chain", {"block": j, "c": d})
-                d = self.theory.dot(K, a[j * k:(j + 1) * k], b[j * k:(j + 1) * k], d,
+                aj, meta = a[j * k:(j + 1) * k], None
+                if self.ins.sparse:
+                    from .. import sparse as _sp
+                    aj, meta, ok = _sp.derive(K, list(aj), self.ins)
+                    if not isinstance(K, Z3Backend) and not np.all(np.asarray(ok.v)):
+                        raise BadInput(f"{self.ins.name}: the dense A breaks "
+                                       f"{self.ins.sparsity[1]}:{self.ins.sparsity[0]} sparsity")
+                d = self.theory.dot(K, aj, b[j * k:(j + 1) * k], d,
                                     sa[j * ns:(j + 1) * ns] if ns else None,
-                                    sb[j * ns:(j + 1) * ns] if ns else None)
+                                    sb[j * ns:(j + 1) * ns] if ns else None, meta)
         return d
+
+    def sparse_valid(self, K, a: Sequence[BV]) -> list:
+        """z3 constraints: the dense A rows (of every chained block) keep the 2:4 pattern."""
+        if not self.ins.sparse:
+            return []
+        from .. import sparse as _sp
+        k = self.ins.k
+        return [_sp.derive(K, list(a[j * k:(j + 1) * k]), self.ins)[2].v
+                for j in range(len(a) // k)]
 
     def spec(self) -> dict:
         """JSON description, enough to rebuild the model (`from_spec`)."""
@@ -887,6 +906,7 @@ def build(A: Model, B: Model, where: Sequence[str] = ()) -> Query:
         note = (f"K differ ({A.label}: {A.k}, {B.label}: {B.k}): the inputs of {long.label} are "
                 f"padded with +0 at k = {kmin}..{long.k - 1}")
     cons = parse_where(where, inp)
+    cons += A.sparse_valid(K, inp.padded(A)[0])
     dA = A.dot(K, *inp.padded(A))
     dB = B.dot(K, *inp.padded(B))
     return Query(A, B, inp, K, dA, dB, cons, note)
