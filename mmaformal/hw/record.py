@@ -129,6 +129,61 @@ def replay(rec: dict, simulate_fn, klasses=None) -> dict:
             for k, h in digests.items()}
 
 
+def theory_fn(name: str, tid: str | None = None):
+    """simulate_fn for :func:`replay`: the named (or primary) theory through ``simulate`` with
+    the compressed A and its positions (mmaformal.sparse contract). s4/u4: the hardware keeps
+    2 aligned *pairs* of every 8 (hw.sparse), the catalog's contract 2 of every 4 elements; the
+    products are exact integers summed in one block, so the same products are fed through an
+    equivalent elementwise pattern (kept positions 0, 1 of each group of 4, B rows moved)."""
+    import os
+    from ..simulate import simulate
+    s = kernels.spec(name)
+    os.environ.setdefault("MMAFORMAL_THREADS", str(os.cpu_count() or 1))
+
+    def fn(A, meta, B, Cm):
+        if s.atype in ("s4", "u4"):
+            T, M, kh = A.shape
+            g, kept, _ = sparse.group(s.atype)
+            sel = (np.arange(kh) // kept * g)[None, :] + meta[:, 0, :].astype(np.int64)
+            newk = (np.arange(kh) // 2) * 4 + np.arange(kh) % 2          # 0,1,4,5,8,9,...
+            B2 = np.zeros_like(B)
+            B2[:, newk, :] = np.take_along_axis(B, sel[:, :, None], axis=1)
+            meta2 = np.broadcast_to((np.arange(kh) % 2).astype(np.uint8), A.shape)
+            return simulate(name, A, B2, Cm, meta=np.ascontiguousarray(meta2), theory=tid)
+        return simulate(name, A, B, Cm, meta=meta, theory=tid)
+    return fn
+
+
+def replay_dir(paths, out: Path) -> dict:
+    """Replay digest records against every evaluable theory of their instruction (primary and
+    rivals): {instruction: {theory id: {class: digest equal}}}, written to ``out``."""
+    from .. import theory as _theory
+    res = {}
+    for p in paths:
+        rec = json.loads(Path(p).read_text())
+        name = rec["instruction"]
+        prim = _theory.resolve(name)
+        tids = [prim.id] + [t for t in prim.competes_with
+                            if name in _safe_claims(_theory, t, name)]
+        res[name] = {"tests": rec["tests"], "theories": {}}
+        for tid in tids:
+            t0 = time.perf_counter()
+            v = replay(rec, theory_fn(name, tid))
+            res[name]["theories"][tid] = {k: ok for k, (ok, _) in v.items()}
+            print(name, tid, all(v_[0] for v_ in v.values()), round(time.perf_counter() - t0, 1),
+                  flush=True)
+        Path(out).write_text(json.dumps(res, indent=1) + "\n")
+    return res
+
+
+def _safe_claims(_theory, tid: str, name: str) -> list:
+    try:
+        _theory.default().resolve(name, tid)
+        return [name]
+    except Exception:  # noqa: BLE001  (the rival does not claim this instruction)
+        return []
+
+
 def dropped_probe(name: str) -> dict:
     """Does the hardware multiply the dropped (non-selected) positions? A keeps 1.0 in every
     kept slot, the kept B rows are 1.0 and the dropped B rows +Inf (then NaN); C = 0. If only
@@ -178,7 +233,12 @@ def main(argv=None) -> int:
     p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
     p.add_argument("--keep-tiles", type=int, default=32)
     p.add_argument("--probe", action="store_true", help="only the dropped-position probe")
+    p.add_argument("--replay", nargs="*", type=Path, help="digest records to replay on the CPU")
     a = p.parse_args(argv)
+    if a.replay:
+        si, sn = (int(x) for x in a.shard.split("/"))
+        replay_dir(sorted(a.replay)[si::sn], a.out)
+        return 0
     names = list(a.instructions)
     if a.sparse_preset:
         names += [f"sm90/{q}" for q in kernels.SPARSE_MMA_FORMS]
