@@ -99,3 +99,51 @@ def test_zero_exponent_probes():
         t = base.replace(zero_exp=other, id="probe.rival")
         d = simulate(name, z[name + "|a"], z[name + "|b"], z[name + "|c"], theory=t)[:, 0, 0]
         assert [hex(int(x)) for x in d] != hw[name], other
+
+
+SPARSE = ROOT / "2026-11-24-h100-issue14-sparse"
+SPARSE_RECORDS = sorted(p for p in SPARSE.glob("sm90_*.json"))
+
+
+@pytest.mark.parametrize("rec", SPARSE_RECORDS, ids=lambda p: p.stem)
+def test_sparse_digest_record(rec):
+    """Digest-recorded mma.sp campaigns (H100, 2026-11-24): the kept hardware tiles are
+    reproduced by the primary theory ("selected": only the K/2 kept products are summed) and,
+    for floating-point forms, refute the rival ("dense": all K with zeros)."""
+    from mmaformal.hw import record
+    r = json.loads(rec.read_text())
+    name = r["instruction"]
+    assert r["tests"] >= 10_000_000 and len(r["classes"]) == 10
+    assert all(len(v["sha256"]) == 64 for v in r["classes"].values())
+    z = np.load(rec.with_suffix(".npz"))
+    th = theory.resolve(name)
+    rivals = [t for t in th.competes_with if record._safe_claims(theory, t, name)]
+
+    def mism(tid):
+        fn = record.theory_fn(name, tid)
+        n = 0
+        for k in sorted({x.rsplit(".", 1)[0] for x in z.files}):
+            A = z[k + ".a"]
+            meta = np.ascontiguousarray(np.broadcast_to(z[k + ".meta"][:, None, :], A.shape))
+            n += int((fn(A, meta, z[k + ".b"], z[k + ".c"]) != z[k + ".d"]).sum())
+        return n
+
+    assert mism(th.id) == 0, f"{name}: {th.id} does not reproduce the H100 tiles"
+    for tid in rivals:
+        assert mism(tid) > 0, f"{name}: rival {tid} fits every kept tile"
+
+
+def test_sparse_dropped_positions_probe():
+    """Inf or NaN in the B rows that the metadata drops never reach D (H100): the hardware
+    multiplies only the K/2 selected rows, as the primary sparse theories say."""
+    hw = json.loads((ROOT / "sparse-dropped-probe-2026-11-24-h100.json").read_text())
+    assert len(hw) == 24
+    for name, r in hw.items():
+        k_half = int(r["want_if_selected_only"].split("=")[1].split()[0])
+        out = fp.fmt(isa.lookup(name).d)
+        for key in ("dropped_b_nan", "dropped_b_inf"):
+            if key in r:
+                (bits,) = r[key]
+                assert int(bits, 16) == int(np.float64(k_half).astype(
+                    np.float16 if out.name == "f16" else np.float32).view(
+                    np.uint16 if out.name == "f16" else np.uint32)), (name, key)
