@@ -154,7 +154,7 @@ def theory_fn(name: str, tid: str | None = None):
     return fn
 
 
-def replay_dir(paths, out: Path) -> dict:
+def replay_dir(paths, out: Path, primary_only: bool = False) -> dict:
     """Replay digest records against every evaluable theory of their instruction (primary and
     rivals): {instruction: {theory id: {class: digest equal}}}, written to ``out``."""
     from .. import theory as _theory
@@ -163,8 +163,8 @@ def replay_dir(paths, out: Path) -> dict:
         rec = json.loads(Path(p).read_text())
         name = rec["instruction"]
         prim = _theory.resolve(name)
-        tids = [prim.id] + [t for t in prim.competes_with
-                            if name in _safe_claims(_theory, t, name)]
+        tids = [prim.id] + ([] if primary_only else
+                            [t for t in prim.competes_with if name in _safe_claims(_theory, t, name)])
         res[name] = {"tests": rec["tests"], "theories": {}}
         for tid in tids:
             t0 = time.perf_counter()
@@ -234,10 +234,11 @@ def main(argv=None) -> int:
     p.add_argument("--keep-tiles", type=int, default=32)
     p.add_argument("--probe", action="store_true", help="only the dropped-position probe")
     p.add_argument("--replay", nargs="*", type=Path, help="digest records to replay on the CPU")
+    p.add_argument("--primary-only", action="store_true", help="replay: the primary theory only")
     a = p.parse_args(argv)
     if a.replay:
         si, sn = (int(x) for x in a.shard.split("/"))
-        replay_dir(sorted(a.replay)[si::sn], a.out)
+        replay_dir(sorted(a.replay)[si::sn], a.out, a.primary_only)
         return 0
     names = list(a.instructions)
     if a.sparse_preset:
