@@ -53,6 +53,11 @@ def _representable(v: int, fmt: str) -> bool:
 
 def exact_ints(fmt: str, count: int) -> list[int]:
     """The ``count`` smallest positive integers exactly representable in ``fmt``."""
+    if fmt in _INT:
+        width, signed = _INT[fmt]
+        if count > (1 << (width - signed)) - 1:
+            raise ValueError(f"{fmt} has fewer than {count} positive integers")
+        return list(range(1, count + 1))
     out, v = [], 1
     while len(out) < count:
         if v > _MAXINT[fmt]:
@@ -63,8 +68,21 @@ def exact_ints(fmt: str, count: int) -> list[int]:
     return out
 
 
+#: integer formats: (bits, signed)
+_INT = {"s8": (8, True), "u8": (8, False), "s4": (4, True), "u4": (4, False), "b1": (1, False),
+        "s32": (32, True)}
+
+
 def encode_ints(values, fmt: str) -> np.ndarray:
-    """Bit patterns (storage dtype of ``fmt``) of exactly representable integers."""
+    """Bit patterns (storage dtype of ``fmt``) of exactly representable integers (integer
+    formats: two's complement in the low bits, one element per storage word)."""
+    if fmt in _INT:
+        bits, signed = _INT[fmt]
+        v = np.asarray(values, dtype=np.int64)
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        if v.size and (v.min() < lo or v.max() > hi):
+            raise ValueError(f"values outside {lo}..{hi} are not {fmt}")
+        return (v & ((1 << bits) - 1)).astype(kernels.STORAGE_DTYPE[fmt])
     w, t, bias = _LAYOUT[fmt]
     v = np.asarray(values, dtype=np.int64)
     flat = v.reshape(-1)
@@ -82,6 +100,12 @@ def encode_ints(values, fmt: str) -> np.ndarray:
 
 def decode_ints(bits, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """(integer values, ok) of bit patterns; ok is False for Inf/NaN and non-integers."""
+    if fmt in _INT:
+        width, signed = _INT[fmt]
+        v = np.asarray(bits).astype(np.int64) & ((1 << width) - 1)
+        if signed:
+            v = np.where(v >= (1 << (width - 1)), v - (1 << width), v)
+        return v, np.ones(v.shape, bool)
     w, t, bias = _LAYOUT[fmt]
     b = np.asarray(bits).astype(np.uint64)
     s = (b >> np.uint64(w + t)) & np.uint64(1)
@@ -107,14 +131,44 @@ def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
     """Exact small-integer tiles through the GPU vs. the integer product; (ok, message)."""
     s = kernels.spec(name)
     rng = np.random.default_rng(seed)
-    A = rng.integers(-4, 5, size=(tiles, s.m, s.k))
-    B = rng.integers(-4, 5, size=(tiles, s.k, s.n))
+
+    def ints(fmt, size):
+        if fmt in ("u8", "u4"):
+            return rng.integers(0, 9, size=size)
+        if fmt == "b1":
+            return rng.integers(0, 2, size=size)
+        return rng.integers(-4, 5, size=size)
+
+    A = ints(s.atype, (tiles, s.m, s.k))
+    B = ints(s.btype, (tiles, s.k, s.n))
     C = rng.integers(-16, 17, size=(tiles, s.m, s.n))
     # tile 0: distinct entries along k expose k-swaps inside a row of A
-    A[0] = (np.arange(s.k) % 9 - 4)[None, :] * np.where(np.arange(s.m) % 2, 1, -1)[:, None]
-    want = np.matmul(A, B) + C
-    d = runner.run(s.name, encode_ints(A, s.atype), encode_ints(B, s.btype),
-                   encode_ints(C, s.ctype), desc=desc)
+    if s.atype == "b1":
+        A[0] = (np.arange(s.k)[None, :] * (np.arange(s.m)[:, None] + 1) // 3) % 2
+    elif s.atype in ("u8", "u4"):
+        A[0] = (np.arange(s.k) % 9)[None, :] * np.ones((s.m, 1), int)
+    else:
+        A[0] = (np.arange(s.k) % 9 - 4)[None, :] * np.where(np.arange(s.m) % 2, 1, -1)[:, None]
+    meta = None
+    if s.sparse:  # keep one random pattern per tile (warp-uniform metadata), zero the rest
+        from . import sparse  # noqa: PLC0415
+        g, kept, _ = sparse.group(s.atype)
+        pos = sparse.random_pos(s.atype, s.k, tiles, rng)[:, None, :]
+        meta = np.broadcast_to(pos, (tiles, s.m, s.k // 2)).astype(np.uint8)
+        comp = np.take_along_axis(A.reshape(tiles, s.m, s.k // g, g),
+                                  np.broadcast_to(meta.reshape(tiles, s.m, s.k // g, kept).astype(np.int64),
+                                                  (tiles, s.m, s.k // g, kept)), -1)
+        comp = comp.reshape(tiles, s.m, s.k // 2)
+        A = sparse.expand(comp, meta, s.atype).astype(np.int64)
+        a_in = encode_ints(comp, s.atype)
+    else:
+        a_in = encode_ints(A, s.atype)
+    if s.bop == "xor":
+        want = np.matmul(A, 1 - B) + np.matmul(1 - A, B) + C
+    else:
+        want = np.matmul(A, B) + C
+    d = runner.run(s.name, a_in, encode_ints(B, s.btype), encode_ints(C, s.ctype), desc=desc,
+                   **({"meta": meta} if meta is not None else {}))
     got, ok = decode_ints(d, s.dtype)
     bad = ~ok | (got != want)
     n_bad = int(bad.sum())
@@ -128,6 +182,8 @@ def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
 
 
 def _nonzero_bits(x, fmt: str):
+    if fmt in _INT:
+        return x != 0
     w, t, _ = _LAYOUT[fmt]
     mask = (1 << (w + t)) - 1  # all but the sign bit
     return (x & x.dtype.type(mask)) != 0
@@ -144,6 +200,7 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
     s = kernels.spec(name)
     tabs = kernels.operand_tables(s.name)
     na, nb, nc = len(tabs["a"]), len(tabs["b"]), len(tabs["c"])
+    nd = len(tabs["d"])
     one_a = encode_ints([1], s.atype)[0]
     one_b = encode_ints([1], s.btype)[0]
 
@@ -192,8 +249,8 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
 
     a_row, row_keys = classes(pa, na, "rows of A slots", s.k, s.n)
     b_col, col_keys = classes(pb, nb, "columns of B slots", s.k, s.m)
-    d_row = np.full(nc, -1)
-    d_col = np.full(nc, -1)
+    d_row = np.full(nd, -1)
+    d_col = np.full(nd, -1)
     for r, k in enumerate(row_keys):
         d_row[list(k)] = r
     for c, k in enumerate(col_keys):
@@ -231,15 +288,17 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
         k_of_a[sa] = kkeys.setdefault(key, len(kkeys))
         for sb in key:
             k_of_b[sb] = k_of_a[sa]
-    if len(kkeys) != s.k:
-        problems.append(f"k classes: {len(kkeys)} (want {s.k})")
+    G = s.group  # grouped forms: rows, columns and k of different tiles are distinct labels
+    if len(kkeys) != G * s.k:
+        problems.append(f"k classes: {len(kkeys)} (want {G * s.k})")
 
     # compare with the declared tables (row/col/k labels up to a bijection)
-    ta, tb, tc = tabs["a"], tabs["b"], tabs["c"]
+    ta, tb, tc = tabs["a"], tabs["b"], tabs["d"]
+    kn, mn = s.k * s.n, s.m * s.n
     decl = {
-        "A rows": (a_row, ta // s.k), "A k": (k_of_a, ta % s.k),
-        "B cols": (b_col, tb % s.n), "B k": (k_of_b, tb // s.n),
-        "D rows": (d_row, tc // s.n), "D cols": (d_col, tc % s.n),
+        "A rows": (a_row, ta // s.k), "A k": (k_of_a, (ta // (s.m * s.k)) * s.k + ta % s.k),
+        "B cols": (b_col, (tb // kn) * s.n + tb % s.n), "B k": (k_of_b, tb // s.n),
+        "D rows": (d_row, tc // s.n), "D cols": (d_col, (tc // mn) * s.n + tc % s.n),
     }
     maps: dict[str, dict] = {"row": {}, "col": {}, "k": {}}
     kind = {"A rows": "row", "D rows": "row", "B cols": "col", "D cols": "col",
@@ -257,7 +316,7 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
             problems.append(f"{k_} labels: observed classes do not map one-to-one to declared")
     ok = not problems
     msg = (f"{s.name}: one-hot probe {'agrees with' if ok else 'DISAGREES with'} the declared "
-           f"layout ({na} A slots, {nb} B slots, {nc} D slots)")
+           f"layout ({na} A slots, {nb} B slots, {nd} D slots)")
     if problems:
         msg += ": " + "; ".join(problems[:6])
     return {"consistent": ok, "message": msg, "a_row": a_row, "a_k": k_of_a, "b_col": b_col,
