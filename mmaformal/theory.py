@@ -1,7 +1,7 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
-May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache (and
-the standard library). Never z3 at module level (the simulator path imports this module).
+May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
+mmaformal.paths (and the standard library). Never z3 at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -65,7 +65,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fp, isa, mma
+from . import fp, isa, mma, paths
 from .bits import BV, Backend, ite
 from .isa import Instruction
 
@@ -74,7 +74,8 @@ __all__ = [
     "STATUSES",
 ]
 
-THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES", Path(__file__).resolve().parent.parent / "theories"))
+#: the theory files: $MMAFORMAL_THEORIES, else the shipped theories/ (mmaformal.paths)
+THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES") or paths.shipped("theories"))
 
 MODELS = ("fdpa", "fma", "ftz_addmul")
 FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")

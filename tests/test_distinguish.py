@@ -172,9 +172,10 @@ def test_portfolio_answers():
 
 def test_save_writes_a_counterexample(tmp_path, monkeypatch):
     from mmaformal.query import cex
-    monkeypatch.setattr(cex, "ROOT", tmp_path)
+    monkeypatch.setenv("MMAFORMAL_STORE", str(tmp_path))     # mmaformal.paths: the store
     res = D.distinguish(H80, H90, save=True, raw=True)
-    recs = cex.read_all(tmp_path)
+    assert res["saved"] and all(p.startswith(str(tmp_path)) for p in res["saved"])
+    recs = cex.read_all(tmp_path / "counterexamples")
     assert len(recs) == 1
     rec = recs[0][1]
     assert rec["kind"] == "distinguish" and rec["verdict"] is None

@@ -17,7 +17,7 @@ import pytest
 
 from mmaformal.query import ieee
 from mmaformal.query.solvers import solve, solve_smt2
-from mmaformal.query.store import PROOFS, read_proofs, sha256
+from mmaformal.query.store import read_proofs, sha256
 
 CLAIMS = [f"{op}-{f}-{m}" for f in ("f16", "bf16") for op in ieee.OPS for m in ieee.MODES]
 #: Claims whose proof has not been obtained yet (none now). strict: storing a pending proof

@@ -24,10 +24,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "mmaformal"
 
 #: DESIGN.md "Layers": the layer of each module (the first matching prefix wins). _cache (a
-#: content-keyed file cache) and compile (the compiled back-end of the bits vocabulary) sit with
+#: content-keyed file cache), paths (where data is read and written; stdlib only) and compile
+#: (the compiled back-end of the bits vocabulary) sit with
 #: bits; every other module is a front end.
 LAYERS = [
-    ("mmaformal._cache", 1), ("mmaformal.bits", 1), ("mmaformal.compile", 1),
+    ("mmaformal._cache", 1), ("mmaformal.paths", 1), ("mmaformal.bits", 1),
+    ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
     ("mmaformal.isa", 4), ("mmaformal.theory", 4),
@@ -38,9 +40,9 @@ LAYERS = [
 QUERY = {
     "solvers": 0,
     "frame": 1,
-    "model": 2,
+    "model": 2, "campaign": 2,
     "store": 3, "search": 3, "claims": 3, "pool": 3, "family": 3, "ieee": 3,
-    "cache": 4, "minimize": 4,
+    "cache": 4, "minimize": 4, "witness_search": 4,
     "decompose": 5, "cex": 5,
     "proofs": 6,
     "distinguish": 7, "prove": 7, "probes": 7,

@@ -19,10 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from mmaformal import paths
 from mmaformal.query import cex
-from mmaformal.query.distinguish import CACHE_DIR, check, from_spec
+from mmaformal.query.distinguish import check, from_spec
 from mmaformal.query.prove import symmetry_groups
-from mmaformal.query.store import PROOFS, sha256
+from mmaformal.query.store import sha256
+
+#: the shipped records (the checkout's folders, or mmaformal/_data in an installed package)
+PROOFS = paths.shipped("proofs")
+CACHE_DIR = PROOFS / "cache"
 
 CLAIM_GROUPS = ("symmetry", "equiv", "unobservable", "monotonic", "bound")
 REFRESH = "python3 -m mmaformal.query.prove prove symmetry --set nvidia-tfdpa --save (or the claim's own command)"
@@ -37,7 +42,7 @@ def _proofs():
     return out
 
 
-CEX = cex.read_all()
+CEX = cex.read_all(paths.shipped("counterexamples"))
 PROOF_RECS = _proofs()
 
 

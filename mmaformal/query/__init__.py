@@ -4,6 +4,8 @@ Its modules, each importing only those on earlier lines (tests/test_imports.py c
 
     solvers      the solver back-ends (bitwuzla, z3, cvc5, portfolio) on SMT-LIB2 text
     frame        exit codes, BadInput/InternalError, the CLI frame of every verb
+    campaign     the campaign runner: independent jobs on a local process pool or Ray,
+                 limits enforced from outside, a resumable progress store
     model        the model of a query: Model (a theory on an instruction, mutants, chains),
                  Inputs, Witness, the --where language, SMT-LIB text, evaluation and replay
     store        proof records on disk (proofs/, sha256 of canonical query text)
@@ -14,6 +16,7 @@ Its modules, each importing only those on earlier lines (tests/test_imports.py c
     ieee         the IEEE add/mul/fma equivalence proofs of the fp layer
     cache        the solver-result cache (proofs/cache: proved lemmas by sha256)
     minimize     readable witnesses (fewest non-zero products, ...) and the one-line form
+    witness_search    concrete counterexample searches on numpy lanes (monotonicity)
     decompose    lemmas of decomposed proofs
     cex          counterexamples/ records and their replay
     proofs       prove's records in proofs/<claim>/

@@ -2,7 +2,7 @@
 the query text (mmaformal.query.store.sha256: let-binding names normalised).
 
 In memory for every result of the process; on disk (when `root` is set; `prove --save` points
-the process-wide `CACHE` at `CACHE_DIR` = proofs/cache) only for proved (unsat) sub-queries, as
+the process-wide `CACHE` at the store's proofs/cache, store.lemma_dir()) only for proved (unsat) sub-queries, as
 <root>/<sha256>.smt2 (the query) + <root>/<sha256>.json (status, solver, version, seconds).
 Only unsat results are read back from disk: a stored lemma is re-used, never a model.
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .model import check
 from .solvers import Result
-from .store import PROOFS, sha256
+from .store import lemma_dir, lemma_dirs, read_lemma, sha256
 
 __all__ = ["Cache", "CACHE", "CACHE_DIR", "solve_cached"]
 
@@ -34,15 +34,12 @@ class Cache:
         if sha in self.mem:
             self.hits += 1
             return self.mem[sha]
-        if self.root is not None:
-            p = self.root / f"{sha}.json"
-            if p.exists():
-                d = json.loads(p.read_text())
-                if d.get("status") == "unsat":
-                    r = Result("unsat", d["solver"], d.get("solver_version", ""), d["seconds"])
-                    self.mem[sha] = r
-                    self.hits += 1
-                    return r
+        if self.root is not None:     # this folder, then the store's and the shipped proofs/cache
+            r = read_lemma(sha, list(dict.fromkeys([Path(self.root).resolve(), *lemma_dirs()])))
+            if r is not None:
+                self.mem[sha] = r
+                self.hits += 1
+                return r
         return None
 
     def put(self, sha: str, text: str, r: Result, persist: bool = False) -> None:
@@ -59,9 +56,16 @@ class Cache:
                  "lemma is this query; unsat proves it)"}, indent=1) + "\n")
 
 
-#: The process-wide cache; `prove --save` points it at proofs/cache.
+#: The process-wide cache; `prove --save` points it at the store's proofs/cache
+#: (store.lemma_dir()).
 CACHE = Cache()
-CACHE_DIR = PROOFS / "cache"
+
+
+def __getattr__(name: str):
+    # CACHE_DIR, the module constant before the store existed (prefer store.lemma_dir())
+    if name == "CACHE_DIR":
+        return lemma_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def solve_cached(text: str, solver: str, timeout: float | None, persist: bool = False,

@@ -21,6 +21,9 @@ One JSON record per counterexample, `counterexamples/<kind>/<name>.json`:
 
 Inputs are raw bit patterns (hex of the storage element), never floats.
 
+Where: written to the store's counterexamples/ (``store_dir()``: mmaformal.paths), read from it and
+from the shipped counterexamples/ (``read_all``).
+
 May import: mmaformal.query.model (models, evaluation), .claims (the concrete checks), .store,
 the layers below, numpy.
 """
@@ -37,11 +40,21 @@ from typing import Sequence
 from .. import fp
 from .claims import bound_concrete, value_lt
 from .model import Model, Witness, _hex, approx_equal, evaluate, from_spec, neg_bits
-from .store import PROOFS
+from .. import paths
 
-__all__ = ["ROOT", "write", "write_runs", "read_all", "replay_record", "stale"]
+__all__ = ["store_dir", "write", "write_runs", "read_all", "replay_record", "stale"]
 
-ROOT = PROOFS.parent / "counterexamples"
+
+def store_dir() -> Path:
+    """Where counterexamples are written: the store's counterexamples/ (mmaformal.paths)."""
+    return paths.store("counterexamples")
+
+
+def __getattr__(name: str):
+    # ROOT, the module constant before the store existed (prefer store_dir())
+    if name == "ROOT":
+        return store_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _slug(s: str) -> str:
@@ -66,7 +79,7 @@ def write_runs(kind: str, models: Sequence[Model], runs: list[tuple[Model, Witne
     }
     body = json.dumps(rec["runs"], sort_keys=True) + json.dumps(rec["models"], sort_keys=True)
     h = hashlib.sha256(body.encode()).hexdigest()[:10]
-    d = (root or ROOT) / kind
+    d = (root or store_dir()) / kind
     d.mkdir(parents=True, exist_ok=True)
     p = d / f"{_slug('--'.join(m.label for m in models))}-{h}.json"
     p.write_text(json.dumps(rec, indent=1, sort_keys=False) + "\n")
@@ -85,14 +98,20 @@ KINDS = ("distinguish", "symmetry", "monotonic", "bound", "equiv", "unobservable
 
 def read_all(root: Path | None = None) -> list[tuple[Path, dict]]:
     """The records of this module's kinds (other tools keep their own folders here, e.g.
-    counterexamples/hw/)."""
-    base = root or ROOT
+    counterexamples/hw/), from `root`, else from the store's counterexamples/ and then the
+    shipped ones (a record of the same kind and name in the store replaces the shipped one).
+    Reading does not replay them: callers replay (``replay_record``) before they rely on one."""
     out = []
-    for k in KINDS:
-        for p in sorted((base / k).glob("*.json")) if (base / k).exists() else []:
-            rec = json.loads(p.read_text())
-            if {"kind", "runs", "models", "check"} <= set(rec):
-                out.append((p, rec))
+    seen = set()
+    for base in [root] if root else paths.record_dirs("counterexamples"):
+        for k in KINDS:
+            for p in sorted((base / k).glob("*.json")) if (base / k).exists() else []:
+                if (k, p.name) in seen:
+                    continue
+                seen.add((k, p.name))
+                rec = json.loads(p.read_text())
+                if {"kind", "runs", "models", "check"} <= set(rec):
+                    out.append((p, rec))
     return out
 
 

@@ -3,6 +3,7 @@ different bits, replayed concretely; or prove that there is none.
 
     mmaformal distinguish A B [--instr NAME] [--where C ...] [--count N] [--solver S]
                               [--timeout T] [--save] [--emit-smt2 FILE] [--json]
+                              [--raw] [--minimize-timeout S]
 
 A and B are *model specs* (`resolve`):
 
@@ -21,6 +22,11 @@ elements); the query asserts that their output bits differ, plus the `--where` c
 (`parse_where`). A witness is replayed on the int and numpy back-ends (and the compiled C path
 on request) before it is printed; a witness on which the concrete outputs agree, or that
 overflows a checked operation there, is an internal error (exit 3), never a result.
+
+The (first) witness is then made readable (mmaformal.query.minimize: no operand paired with a
+zero, the fewest non-zero products, the smallest exponent spread, the fewest significand bits;
+each step solver queries under --minimize-timeout, the witness so far kept on a time-out;
+--raw skips it) and is also printed as one line in the style of seed 002's Equation 10.
 
 The verb is the top of the query layer's distinguishing path: models and witnesses come from
 mmaformal.query.model, the query and the witness search from .search (shared with prove and
@@ -41,7 +47,7 @@ from typing import Sequence
 
 from . import cex
 from . import minimize as _min
-from .cache import CACHE, CACHE_DIR, Cache, solve_cached
+from .cache import CACHE, Cache, solve_cached
 from .frame import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput,
                     InternalError, add_common, run_verb, verb_main)
 from .model import (BACKENDS, WHERE_HELP, Inputs, Model, Witness, _hex, approx_equal, check,
@@ -63,6 +69,14 @@ __all__ = [
     "approx_equal", "free_vars", "check_same_formats", "step_diff", "add_common", "run_verb",
     "verb_main", "BACKENDS", "WHERE_HELP", "parse_backends", "_hex",
 ]
+
+
+def __getattr__(name: str):
+    # CACHE_DIR: the store's proofs/cache, read when asked (mmaformal.query.cache)
+    if name == "CACHE_DIR":
+        from .store import lemma_dir
+        return lemma_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def distinguish(A: str, B: str, where: Sequence[str] = (), count: int = 1,

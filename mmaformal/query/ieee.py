@@ -36,7 +36,7 @@ from pathlib import Path
 from .. import fp
 from ..bits import Z3Backend
 from .solvers import Result, solve, solve_smt2, solver_version, to_smt2
-from .store import PROOFS, read_proofs, sha256, write_proof
+from .store import proofs_dir, read_proofs, sha256, write_proof
 
 __all__ = ["query", "prove", "TWIN_MODE", "depends", "template", "case_query", "prove_split"]
 
@@ -177,7 +177,7 @@ def prove_split(op: str, fname: str, mode: str, solver: str = "bitwuzla",
     name = f"{op}-{fname}-{mode}"
     tmpl = template(op, fname, mode)
     tsha = sha256(tmpl)
-    prog_path = PROOFS / "ieee" / "split" / f"{name}.progress.json"
+    prog_path = proofs_dir() / "ieee" / "split" / f"{name}.progress.json"
     prog = {}
     if prog_path.exists():
         old = json.loads(prog_path.read_text())
@@ -221,12 +221,12 @@ def prove_split(op: str, fname: str, mode: str, solver: str = "bitwuzla",
         if save:
             hard = max(((k, v) for k, v in prog.items() if v["status"] == "unsat"),
                        key=lambda kv: kv[1]["seconds"])
-            d = PROOFS / "ieee"
+            d = proofs_dir() / "ieee"
             d.mkdir(parents=True, exist_ok=True)
             (d / f"{name}.template.smt2").write_text(tmpl)
             write_proof("ieee", name, claim_text(op, fname, mode), query(op, fname, mode), r,
                         f"the same with mmaformal rounding {TWIN_MODE[mode]} instead", twin,
-                        depends(), root=PROOFS, extra={"split": {
+                        depends(), root=proofs_dir(), extra={"split": {
                             "method": "x0, x1 = concat(sign, exponent field, trailing "
                                       "significand); one case per pair of exponent fields, "
                                       "fixed by define-fun in the template (ieee.case_query)",

@@ -824,7 +824,7 @@ def save(res: dict, root: Path | None = None) -> Path:
         "tool": {"date": _dt.date.today().isoformat(), "queries": d["queries"],
                  "seconds": d["seconds"]},
     }
-    base = (root or cex.ROOT) / "infer"
+    base = (root or cex.store_dir()) / "infer"
     base.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256(json.dumps(rec["runs"], sort_keys=True).encode()).hexdigest()[:10]
     p = base / f"{cex._slug(ins.name + '--' + d['oracle']['label'])}-{h}.json"

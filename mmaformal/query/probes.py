@@ -1,6 +1,8 @@
 """Layer 5, query/probes: the probing steps of seed 002 sec. 3.1 as raw-bit tiles + a manifest.
 
-    mmaformal probes INSTR|THEORY --out DIR [--instr NAME] [--solve] [--timeout T] [--json]
+    mmaformal probes INSTR|THEORY [--out DIR] [--instr NAME] [--solve] [--timeout T] [--json]
+
+(without --out: the store's probes/<target>/, mmaformal.paths)
 
 Writes, per feature, DIR/<feature>/A.npy, B.npy, C.npy (tiles (T, M, K), (T, K, N), (T, M, N)
 of raw bits: the design's .npy form, run unchanged by `mmaformal simulate` and `mmaformal hw
@@ -470,7 +472,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q = subparsers.add_parser("probes", help="probe tiles (seed 002 sec. 3.1) + manifest",
                               description=__doc__.split("\n\n")[0])
     q.add_argument("target", metavar="INSTR|THEORY", help="an instruction or a model spec")
-    q.add_argument("--out", required=True, metavar="DIR")
+    q.add_argument("--out", metavar="DIR",
+                   help="where to write (default: the store's probes/<target>/; see --store)")
     q.add_argument("--instr", metavar="NAME", help="instruction for a theory id")
     q.add_argument("--solve", action="store_true",
                    help="hand rival pairs that no probe separates to the solver")
@@ -482,6 +485,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    if not args.out:
+        import re
+        from .. import paths
+        args.out = paths.store("probes") / re.sub(r"[^A-Za-z0-9._-]+", "_", args.target).strip("_")
     try:
         man = write(args.target, args.out, args.instr, args.solve, args.solver, args.timeout)
     except BadInput as e:
