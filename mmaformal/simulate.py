@@ -43,7 +43,7 @@ from .bits import INT, NUMPY
 from .isa import Instruction
 
 __all__ = ["simulate", "as_bits", "storage_dtype", "value_of", "bits_of", "decimal",
-           "parse_value", "load_npy", "save_npy", "DEFAULT_CHUNK"]
+           "parse_value", "load_npy", "save_npy", "out_path", "DEFAULT_CHUNK"]
 
 #: Lanes (dot products) per numpy pass: large enough to amortise the per-operation Python
 #: overhead, small enough that the peak memory stays ~100-200 MB whatever the input size.
@@ -396,18 +396,27 @@ def load_npy(path: str | None, what: str):
         raise ValueError(f"{what}: cannot read {path!r} as .npy ({first})") from None
 
 
-def save_npy(path: str, D: np.ndarray) -> str:
-    """Write D to path (--out) as numpy does (.npy appended when missing); the path written."""
+def out_path(path: "str | os.PathLike") -> str:
+    """The file an --out names, checked before anything runs: a directory (or a path ending in
+    a separator) is an error (never DIR.npy beside it); ".npy" is appended when missing, as
+    numpy does."""
     from pathlib import Path
-    out = Path(path)
-    if out.is_dir() or path.endswith(("/", os.sep)):
-        raise ValueError(f"--out: {path!r} is a directory; name the file to write "
+    text = os.fspath(path)
+    out = Path(text)
+    if out.is_dir() or text.endswith(("/", os.sep)):
+        raise ValueError(f"--out: {text!r} is a directory; name the file to write "
                          f"(e.g. {str(out / 'd.npy')!r})")
+    return text if out.suffix == ".npy" else text + ".npy"
+
+
+def save_npy(path: str, D: np.ndarray) -> str:
+    """Write D to path (--out; `out_path` checks it); the path written."""
+    target = out_path(path)
     try:
-        np.save(out, D)
+        np.save(target, D)
     except OSError as e:
         raise ValueError(f"--out: cannot write {path!r}: {e.strerror or e}") from None
-    return str(out) if out.suffix == ".npy" else str(out) + ".npy"
+    return target
 
 
 # --------------------------------------------------------------------------------------------

@@ -189,97 +189,98 @@ def _nonzero_bits(x, fmt: str):
     return (x & x.dtype.type(mask)) != 0
 
 
-def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 1024) -> dict:
-    """One-hot probes in image space; dict with 'consistent', 'message' and observed classes.
+class _Probe:
+    """The GPU side of `layout_probe` for one instruction: one-hot operand images launched in
+    chunks of `chunk` tiles, and the D slots each one reaches."""
 
-    Step 1: A = one-hot slot, B = ones -> the D slots of that slot's row.
-    Step 2: B = one-hot slot, A = ones -> the D slots of that slot's column.
-    Step 3: A = one-hot slot, B = per-column distinct codes -> which B slot shares its k.
-    """
-    cp = runner._cupy()
-    s = kernels.spec(name)
-    tabs = kernels.operand_tables(s.name)
-    na, nb, nc = len(tabs["a"]), len(tabs["b"]), len(tabs["c"])
-    nd = len(tabs["d"])
-    one_a = encode_ints([1], s.atype)[0]
-    one_b = encode_ints([1], s.btype)[0]
+    def __init__(self, name: str, desc, chunk: int):
+        self.cp = runner._cupy()
+        self.s = kernels.spec(name)
+        self.tabs = kernels.operand_tables(self.s.name)
+        self.na, self.nb, self.nc = len(self.tabs["a"]), len(self.tabs["b"]), len(self.tabs["c"])
+        self.one_a = encode_ints([1], self.s.atype)[0]
+        self.one_b = encode_ints([1], self.s.btype)[0]
+        self.nd = len(self.tabs["d"])      # D slots (c and d of different formats: own table)
+        self.desc, self.chunk = desc, chunk
 
-    def launch(a_img, b_img):
-        c_img = cp.zeros((a_img.shape[0], nc), dtype=s.storage("c"))
-        return runner.run_images(s.name, a_img, b_img, c_img, desc)
+    def launch(self, a_img, b_img):
+        c_img = self.cp.zeros((a_img.shape[0], self.nc), dtype=self.s.storage("c"))
+        return runner.run_images(self.s.name, a_img, b_img, c_img, self.desc)
 
-    def onehot(n, lo, hi, one, dt):
+    def onehot(self, n, lo, hi, one, dt):
+        cp = self.cp
         x = cp.zeros((hi - lo, n), dtype=dt)
         x[cp.arange(hi - lo), cp.arange(lo, hi)] = one
         return x
 
-    # step 1 and 3 (A one-hot), step 2 (B one-hot)
-    rows_of_a, rows_of_b = [], []
-    for lo in range(0, na, chunk):
-        hi = min(na, lo + chunk)
-        d = launch(onehot(na, lo, hi, one_a, s.storage("a")),
-                   cp.full((hi - lo, nb), one_b, dtype=s.storage("b")))
-        t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
-        rows_of_a.append(np.stack([t.get() + lo, p.get()], 1))
-    for lo in range(0, nb, chunk):
-        hi = min(nb, lo + chunk)
-        d = launch(cp.full((hi - lo, na), one_a, dtype=s.storage("a")),
-                   onehot(nb, lo, hi, one_b, s.storage("b")))
-        t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
-        rows_of_b.append(np.stack([t.get() + lo, p.get()], 1))
-    pa = np.concatenate(rows_of_a)
-    pb = np.concatenate(rows_of_b)
-    problems: list[str] = []
+    def hits(self, operand: str) -> np.ndarray:
+        """Step 1 (operand "a": A one-hot, B ones) or step 2 ("b": B one-hot, A ones):
+        [(slot, D slot)] of every non-zero output."""
+        cp, s = self.cp, self.s
+        n = self.na if operand == "a" else self.nb
+        out = []
+        for lo in range(0, n, self.chunk):
+            hi = min(n, lo + self.chunk)
+            if operand == "a":
+                d = self.launch(self.onehot(self.na, lo, hi, self.one_a, s.storage("a")),
+                                cp.full((hi - lo, self.nb), self.one_b, dtype=s.storage("b")))
+            else:
+                d = self.launch(cp.full((hi - lo, self.na), self.one_a, dtype=s.storage("a")),
+                                self.onehot(self.nb, lo, hi, self.one_b, s.storage("b")))
+            t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
+            out.append(np.stack([t.get() + lo, p.get()], 1))
+        return np.concatenate(out)
 
-    def classes(pairs, nslots, what, want_members, want_dslots):
-        sets: list[list[int]] = [[] for _ in range(nslots)]
-        for slot, ds in pairs:
-            sets[slot].append(int(ds))
-        key_of, cls = {}, np.full(nslots, -1)
-        for slot in range(nslots):
-            k = tuple(sorted(sets[slot]))
-            cls[slot] = key_of.setdefault(k, len(key_of))
-        keys = list(key_of)
-        sizes = np.bincount(cls, minlength=len(keys))
-        if any(len(k) != want_dslots for k in keys) or any(sz != want_members for sz in sizes):
-            problems.append(f"{what}: {len(keys)} classes, sizes {sorted(set(sizes.tolist()))}, "
-                            f"D slots per class {sorted({len(k) for k in keys})} (want "
-                            f"{want_members} slots and {want_dslots} D slots each)")
-        return cls, keys
+    def partners(self, b_col, n_cols: int, d_col, problems: list) -> dict:
+        """Step 3: A one-hot against B codes distinct within each column class: for each A slot,
+        the B slots that share its k."""
+        cp, s = self.cp, self.s
+        codes = exact_ints(s.btype, s.k)
+        b_code = np.zeros(self.nb, dtype=np.int64)
+        members = {c: np.flatnonzero(b_col == c) for c in range(n_cols)}
+        for c, mem in members.items():
+            b_code[mem] = [codes[i] if i < len(codes) else 0 for i in range(len(mem))]
+        b3 = cp.asarray(encode_ints(b_code, s.btype))
+        partner: dict = {}
+        for lo in range(0, self.na, self.chunk):
+            hi = min(self.na, lo + self.chunk)
+            d = self.launch(self.onehot(self.na, lo, hi, self.one_a, s.storage("a")),
+                            cp.broadcast_to(b3, (hi - lo, self.nb)))
+            t_, p_ = cp.nonzero(_nonzero_bits(d, s.dtype))
+            raw = d[t_, p_].get()
+            t, p = t_.get(), p_.get()
+            vals, ok = decode_ints(raw, s.dtype)
+            for ti, pi, v, o in zip(t, p, vals, ok):
+                c = d_col[pi]
+                if not o or v not in codes or c < 0:
+                    problems.append(f"step 3: A slot {ti + lo} gave bad D slot {pi}")
+                    continue
+                mem = members[c]
+                partner.setdefault(int(ti + lo), []).append(int(mem[codes.index(int(v))]))
+        return partner
 
-    a_row, row_keys = classes(pa, na, "rows of A slots", s.k, s.n)
-    b_col, col_keys = classes(pb, nb, "columns of B slots", s.k, s.m)
-    d_row = np.full(nd, -1)
-    d_col = np.full(nd, -1)
-    for r, k in enumerate(row_keys):
-        d_row[list(k)] = r
-    for c, k in enumerate(col_keys):
-        d_col[list(k)] = c
 
-    # step 3: codes distinct within each column class of B
-    codes = exact_ints(s.btype, s.k)
-    b_code = np.zeros(nb, dtype=np.int64)
-    members = {c: np.flatnonzero(b_col == c) for c in range(len(col_keys))}
-    for c, mem in members.items():
-        b_code[mem] = [codes[i] if i < len(codes) else 0 for i in range(len(mem))]
-    b3 = cp.asarray(encode_ints(b_code, s.btype))
-    partner = {}
-    for lo in range(0, na, chunk):
-        hi = min(na, lo + chunk)
-        d = launch(onehot(na, lo, hi, one_a, s.storage("a")),
-                   cp.broadcast_to(b3, (hi - lo, nb)))
-        t_, p_ = cp.nonzero(_nonzero_bits(d, s.dtype))
-        raw = d[t_, p_].get()
-        t, p = t_.get(), p_.get()
-        vals, ok = decode_ints(raw, s.dtype)
-        for ti, pi, v, o in zip(t, p, vals, ok):
-            c = d_col[pi]
-            if not o or v not in codes or c < 0:
-                problems.append(f"step 3: A slot {ti + lo} gave bad D slot {pi}")
-                continue
-            mem = members[c]
-            partner.setdefault(int(ti + lo), []).append(int(mem[codes.index(int(v))]))
-    # k classes: A slots grouped by their set of partner B slots
+def _classes(pairs, nslots, what, want_members, want_dslots, problems: list):
+    """Slots grouped by the set of D slots they reach: (class of each slot, the D-slot set of
+    each class); a count or size other than wanted is a problem."""
+    sets: list[list[int]] = [[] for _ in range(nslots)]
+    for slot, ds in pairs:
+        sets[slot].append(int(ds))
+    key_of, cls = {}, np.full(nslots, -1)
+    for slot in range(nslots):
+        k = tuple(sorted(sets[slot]))
+        cls[slot] = key_of.setdefault(k, len(key_of))
+    keys = list(key_of)
+    sizes = np.bincount(cls, minlength=len(keys))
+    if any(len(k) != want_dslots for k in keys) or any(sz != want_members for sz in sizes):
+        problems.append(f"{what}: {len(keys)} classes, sizes {sorted(set(sizes.tolist()))}, "
+                        f"D slots per class {sorted({len(k) for k in keys})} (want "
+                        f"{want_members} slots and {want_dslots} D slots each)")
+    return cls, keys
+
+
+def _k_classes(partner: dict, na: int, nb: int, k: int, problems: list):
+    """A slots grouped by their set of partner B slots (the k classes), and each B slot's."""
     k_of_a = np.full(na, -1)
     k_of_b = np.full(nb, -1)
     kkeys: dict = {}
@@ -288,25 +289,30 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
         k_of_a[sa] = kkeys.setdefault(key, len(kkeys))
         for sb in key:
             k_of_b[sb] = k_of_a[sa]
-    G = s.group  # grouped forms: rows, columns and k of different tiles are distinct labels
-    if len(kkeys) != G * s.k:
-        problems.append(f"k classes: {len(kkeys)} (want {G * s.k})")
+    if len(kkeys) != k:       # grouped forms: k of different tiles are distinct labels
+        problems.append(f"k classes: {len(kkeys)} (want {k})")
+    return k_of_a, k_of_b
 
-    # compare with the declared tables (row/col/k labels up to a bijection)
+
+def _compare_declared(s, tabs, obs: dict, problems: list) -> None:
+    """The observed row/column/k classes against the declared tables (labels up to a
+    bijection)."""
+    # grouped forms (several tiles per warp): rows, columns and k of different tiles are
+    # distinct labels
     ta, tb, tc = tabs["a"], tabs["b"], tabs["d"]
     kn, mn = s.k * s.n, s.m * s.n
     decl = {
-        "A rows": (a_row, ta // s.k), "A k": (k_of_a, (ta // (s.m * s.k)) * s.k + ta % s.k),
-        "B cols": (b_col, (tb // kn) * s.n + tb % s.n), "B k": (k_of_b, tb // s.n),
-        "D rows": (d_row, tc // s.n), "D cols": (d_col, (tc // mn) * s.n + tc % s.n),
+        "A rows": (obs["a_row"], ta // s.k), "A k": (obs["a_k"], (ta // (s.m * s.k)) * s.k + ta % s.k),
+        "B cols": (obs["b_col"], (tb // kn) * s.n + tb % s.n), "B k": (obs["b_k"], tb // s.n),
+        "D rows": (obs["d_row"], tc // s.n), "D cols": (obs["d_col"], (tc // mn) * s.n + tc % s.n),
     }
     maps: dict[str, dict] = {"row": {}, "col": {}, "k": {}}
     kind = {"A rows": "row", "D rows": "row", "B cols": "col", "D cols": "col",
             "A k": "k", "B k": "k"}
-    for what, (obs, dec) in decl.items():
+    for what, (o_, dec) in decl.items():
         mp = maps[kind[what]]
         bad = 0
-        for o, d_ in zip(obs.tolist(), dec.tolist()):
+        for o, d_ in zip(o_.tolist(), dec.tolist()):
             if mp.setdefault(o, d_) != d_:
                 bad += 1
         if bad:
@@ -314,10 +320,35 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
     for k_, mp in maps.items():
         if len(set(mp.values())) != len(mp):
             problems.append(f"{k_} labels: observed classes do not map one-to-one to declared")
+
+
+def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 1024) -> dict:
+    """One-hot probes in image space; dict with 'consistent', 'message' and observed classes.
+
+    Step 1: A = one-hot slot, B = ones -> the D slots of that slot's row.
+    Step 2: B = one-hot slot, A = ones -> the D slots of that slot's column.
+    Step 3: A = one-hot slot, B = per-column distinct codes -> which B slot shares its k.
+    """
+    pr = _Probe(name, desc, chunk)
+    s, na, nb, nd = pr.s, pr.na, pr.nb, pr.nd
+    pa, pb = pr.hits("a"), pr.hits("b")
+    problems: list[str] = []
+    a_row, row_keys = _classes(pa, na, "rows of A slots", s.k, s.n, problems)
+    b_col, col_keys = _classes(pb, nb, "columns of B slots", s.k, s.m, problems)
+    d_row = np.full(nd, -1)
+    d_col = np.full(nd, -1)
+    for r, k in enumerate(row_keys):
+        d_row[list(k)] = r
+    for c, k in enumerate(col_keys):
+        d_col[list(k)] = c
+    partner = pr.partners(b_col, len(col_keys), d_col, problems)
+    k_of_a, k_of_b = _k_classes(partner, na, nb, s.group * s.k, problems)
+    obs = {"a_row": a_row, "a_k": k_of_a, "b_col": b_col, "b_k": k_of_b, "d_row": d_row,
+           "d_col": d_col}
+    _compare_declared(s, pr.tabs, obs, problems)
     ok = not problems
     msg = (f"{s.name}: one-hot probe {'agrees with' if ok else 'DISAGREES with'} the declared "
            f"layout ({na} A slots, {nb} B slots, {nd} D slots)")
     if problems:
         msg += ": " + "; ".join(problems[:6])
-    return {"consistent": ok, "message": msg, "a_row": a_row, "a_k": k_of_a, "b_col": b_col,
-            "b_k": k_of_b, "d_row": d_row, "d_col": d_col}
+    return {"consistent": ok, "message": msg, **obs}

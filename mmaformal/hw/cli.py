@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 
 from .. import isa
 
@@ -49,12 +48,14 @@ def _supported(name: str) -> str:
 def run(args) -> int:
     from . import runner
     if args.hw_verb == "run":
+        from ..simulate import load_npy, out_path, save_npy
         name = _supported(args.instr)
+        out_path(args.out)                 # a directory is an error before the GPU runs
         ok, why = runner.available()
         if not ok:
             raise ValueError(f"no usable GPU: {why}")
-        a, b, c = (np.load(p, allow_pickle=False) for p in (args.a, args.b, args.c))
-        np.save(args.out, runner.run(name, a, b, c))
+        a, b, c = (load_npy(str(p), f"--{k}") for p, k in ((args.a, "a"), (args.b, "b"), (args.c, "c")))
+        save_npy(str(args.out), runner.run(name, a, b, c))
         return 0
     from . import validate
     names = [_supported(n) for n in args.instr] + (validate.PRESETS[args.preset] if args.preset else [])
