@@ -211,3 +211,39 @@ def test_version_lists_package_and_solvers(monkeypatch):
     r = _cli("--version")
     assert r.returncode == 0 and r.stdout.startswith(f"mmaformal {__version__}\n")
     assert "z3 " in r.stdout and "bitwuzla " in r.stdout and "cvc5 " in r.stdout
+
+
+def test_hw_validate_records_into_the_store_by_default(tmp_path, monkeypatch):
+    """No GPU here: the runner says one is there and validate.main is replaced by a recorder, so
+    this checks where `hw validate` without --out sends its records."""
+    from mmaformal import cli
+    from mmaformal.hw import runner, validate
+    seen = []
+    monkeypatch.setattr(runner, "available", lambda: (True, ""))
+    monkeypatch.setattr(validate, "main", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--tests", "8"]) == 0
+    out = Path(seen[0][seen[0].index("--out") + 1])
+    assert out.parent == tmp_path.resolve() / "counterexamples" / "hw"
+    assert out.name.endswith("-validate")
+    assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--out", "x"]) == 0
+    assert seen[1][seen[1].index("--out") + 1] == "x"
+    monkeypatch.setattr(runner, "available", lambda: (False, "no CuPy"))
+    assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32"]) == 2
+    assert len(seen) == 2 and not list((tmp_path / "counterexamples").glob("hw/*"))
+
+
+def test_pyproject_packages_cover_the_tree():
+    """Every package folder of mmaformal/ is in pyproject's explicit package list (a new
+    sub-package left out would be missing from the wheel), and the shipped folders are mapped."""
+    co = paths.checkout()
+    if co is None:
+        pytest.skip("runs in a checkout (pyproject.toml)")
+    import tomllib
+    st = tomllib.loads((co / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(st["packages"])
+    found = {".".join(p.parent.relative_to(co).parts) for p in (co / "mmaformal").rglob("__init__.py")}
+    assert found <= listed, f"not in pyproject.toml [tool.setuptools] packages: {sorted(found - listed)}"
+    for name in ("theories", "proofs", "counterexamples"):
+        assert st["package-dir"][f"mmaformal._data.{name}"] == name
+        assert f"mmaformal._data.{name}" in listed
