@@ -13,6 +13,7 @@ import pytest
 from mmaformal import fp
 from mmaformal.bits import INT
 from mmaformal.query import distinguish as D
+from mmaformal.query import search as S
 
 H80 = "sm80/mma.m16n8k16.f32.f16.f16.f32"
 H90 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
@@ -127,7 +128,7 @@ def test_unknown_on_timeout_is_never_equivalent(capsys):
 
 
 def test_witness_that_does_not_replay_is_internal_error(capsys, monkeypatch):
-    monkeypatch.setattr(D, "replay", lambda models, w, backends=(): {m.label: 7 for m in models})
+    monkeypatch.setattr(S, "replay", lambda models, w, backends=(): {m.label: 7 for m in models})
     rc, out, err = cli(capsys, H80, H90)
     assert rc == 3 and "internal error" in err
 

@@ -7,7 +7,7 @@ One JSON record per counterexample, `counterexamples/<kind>/<name>.json`:
                 "bound" (an error above the bound), "equiv"/"unobservable" (refuted equivalence)
     claim       the sentence that the counterexample refutes or separates
     formats     {"a", "b", "c", "d", "scale"}: how to read the hex strings
-    models      model specs (mmaformal.query.distinguish.Model.spec: theory id, instruction,
+    models      model specs (mmaformal.query.model.Model.spec: theory id, instruction,
                 parameter changes, RD-twin flag, chain count, and the theory hash at writing)
     runs        [{"model": LABEL, "inputs": {"a": [HEX..], "b": [..], "c": HEX, "scale_a",
                   "scale_b"}, "output": HEX, "hardware": null}]: each run is one dot product
@@ -24,7 +24,8 @@ Inputs are raw bit patterns (hex of the storage element), never floats.
 Where: written to the store's counterexamples/ (``store_dir()``: mmaformal.paths), read from it and
 from the shipped counterexamples/ (``read_all``).
 
-May import: mmaformal.query.distinguish (models, replay), the layers below, numpy.
+May import: mmaformal.query.model (models, evaluation), .claims (the concrete checks), .store,
+the layers below, numpy.
 """
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import fp
-from .distinguish import (InternalError, Model, Witness, _hex, approx_equal, evaluate,
-                          from_spec, neg_bits)
+from .claims import bound_concrete, value_lt
+from .model import Model, Witness, _hex, approx_equal, evaluate, from_spec, neg_bits
 from .. import paths
 
 __all__ = ["store_dir", "write", "write_runs", "read_all", "replay_record", "stale"]
@@ -165,15 +166,13 @@ def replay_record(rec: dict, backends: Sequence[str] = ("int", "numpy", "compile
     elif chk == "asymmetric" and bool(approx_equal(o[1], neg_bits(o[0], d), d).v):
         problems.append("run 1 is ~ -run 0: not an asymmetry")
     elif chk == "decreasing":
-        from .prove import value_lt
         if not value_lt(outs[1], outs[0], d):
             problems.append("run 1 is not smaller than run 0")
     elif chk == "exceeds":
-        from .prove import _bound_concrete
         run = rec["runs"][0]
         m = models[run["model"]]
         w = Witness.from_json(run["inputs"], F["a"], F["b"], F["c"], F.get("scale") or "")
-        _, err, bound = _bound_concrete(m, w)
+        _, err, bound = bound_concrete(m, w)
         if not err > bound:
             problems.append(f"the error {err} does not exceed the bound {bound}")
     return problems

@@ -38,8 +38,8 @@ witness (which is then added as a probe), or "unknown" (time-out).
 `dot_probes(ins)` gives the same dot products as two Batches (regular: finite results; special:
 specials, overflow, zero results) for the pool of mmaformal.query.infer.
 
-May import: numpy, fp, isa, theory, classes (from_float), query.distinguish, query.infer
-(Batch, evaluate: lazily). Invariant: every probe input is exact in its formats (built from
+May import: numpy, fp, isa, theory, classes (from_float), query.frame / model / pool (Batch,
+evaluate) / search. Invariant: every probe input is exact in its formats (built from
 exactly representable values and checked by decoding back); infeasible probes are skipped.
 """
 from __future__ import annotations
@@ -54,7 +54,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import fp, isa
-from .distinguish import BadInput, EXIT_BAD, EXIT_OK, Model, _hex, mutate, resolve
+from .frame import EXIT_BAD, EXIT_OK, BadInput
+from .model import Model, _hex, mutate, resolve
+from .pool import Batch, evaluate
+from .search import build, search
 
 __all__ = ["FEATURES", "dot_probes", "build_probes", "rivals", "write", "add_parser", "run"]
 
@@ -289,7 +292,6 @@ def build_probes(ins: isa.Instruction) -> _Builder:
 
 
 def _batch(ins, rows, feature):
-    from .infer import Batch
     if not rows:
         return None
     st = lambda f: _UINT[fp.fmt(f).storage]
@@ -307,7 +309,6 @@ def _batch(ins, rows, feature):
 def dot_probes(ins: isa.Instruction):
     """(regular, special) Batches of the dot-product probes (independence excluded); None
     where no probe is exact in the instruction's formats (e.g. e2m1)."""
-    from .infer import Batch
     bd = build_probes(ins)
     reg = [x for x in (_batch(ins, bd.rows[f], f) for f in FEATURES if f not in _SPECIAL_FEATURES) if x]
     spec = [x for x in (_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES) if x]
@@ -382,7 +383,6 @@ def _independence(ins: isa.Instruction, n: int = 4, seed: int = 0):
 def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = False,
           solver: str = "bitwuzla", timeout: float = 30) -> dict:
     """Write the probe files and the manifest; returns the manifest."""
-    from .infer import Batch, evaluate
     t0 = time.perf_counter()
     base = resolve(spec, instr)
     ins = base.ins
@@ -456,7 +456,6 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
 
 def _solve_pairs(rv: list[Model], pairs, solver, timeout) -> list[dict]:
     """Solver check of rival pairs that no probe separates: equivalent, witness, or unknown."""
-    from .distinguish import build, search
     by = {m.label: m for m in rv}
     res = []
     for x, y in pairs[:12]:

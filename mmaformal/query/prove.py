@@ -44,20 +44,20 @@ proofs/cache/<sha256>.smt2|json, refutations in counterexamples/<claim>/.
 
 Exit codes (`run`): 0 proved, 1 refuted, 2 bad input, 3 internal error, 4 unknown.
 
-May import: mmaformal.query.distinguish/decompose/cex/store, the layers below, z3.
+The claims' statements and concrete checks live in mmaformal.query.claims, their records in
+.proofs (proofs/) and .cex (counterexamples/), the equivalence query in .search.
+
+May import: the query modules below the verbs (frame, model, search, claims, decompose, cache,
+proofs, store), the layers below, z3.
 """
 from __future__ import annotations
 
 import argparse
 import collections
-import datetime as _dt
 import fnmatch
-import hashlib
-import inspect
 import json
 import multiprocessing as mp
 import os
-import re
 import sys
 import time
 from fractions import Fraction
@@ -66,85 +66,28 @@ from typing import Sequence
 
 from .. import fp, isa, mma
 from .. import theory as _theory
-from ..bits import BV, INT, Z3Backend, bvmax, clz, ite
+from ..bits import BV, Z3Backend, clz, ite
 from . import decompose as _dec
-from .distinguish import (BadInput, CACHE, EXIT_INTERNAL, EXIT_OK,
-                          EXIT_REFUTED, EXIT_UNKNOWN, InternalError, Inputs, Model, Witness,
-                          _hex, add_common, approx_equal, build, check, equivalence_twin,
-                          evaluate, free_vars, mutate, neg_bits, portable, replay, resolve,
-                          resolve_pair, run_verb, search, smt2_text, verb_main)
-from .store import lemma_dir, proofs_dir, sha256
+from .cache import CACHE
+from .claims import (CLAIMS, SYMMETRY_STATEMENT, approx_int as _approx_int,
+                     bound_blocks as _bound_blocks, bound_concrete as _bound_concrete, neg_int as
+                     _neg_int, neg_witness as _neg_witness, outcome, value_lt)
+from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
+                    add_common, run_verb, verb_main)
+from .model import (Inputs, Model, _hex, _parse_value, approx_equal, check, mutate, neg_bits,
+                    parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
+from .proofs import depends, prune_cache, save_result, store_equivalence
+from .search import build, constraints_satisfiable, equivalence_twin, search
+from .store import lemma_dir, sha256
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
-           "prove_bound", "symmetry_groups", "value_lt", "store_equivalence", "add_parser",
-           "run", "CLAIMS"]
-
-CLAIMS = ("equiv", "symmetry", "monotonic", "bound", "unobservable")
-
-SYMMETRY_STATEMENT = (
-    "Phi(-A, B, -C) ~ -Phi(A, B, C) for every input, where -x flips the sign bit (fnuz "
-    "formats: 0x00 and the NaN 0x80 are their own negations) and x ~ y means bitwise equal, "
-    "except that any two NaN outputs are equal and any two zero outputs (+0, -0) are equal")
-
-
-def depends() -> dict[str, str]:
-    """Hashes of the definitions the claims depend on (source of bits, fp, mma)."""
-    from .. import bits
-    return {m.__name__: hashlib.sha256(inspect.getsource(m).encode()).hexdigest()[:16]
-            for m in (bits, fp, mma)}
+           "prove_bound", "symmetry_groups", "equiv_decomposed", "add_parser", "run",
+           # re-exported for callers of the verb module (the definitions live in claims/proofs)
+           "value_lt", "store_equivalence", "CLAIMS", "depends", "prune_cache"]
 
 
 def _now() -> float:
     return time.perf_counter()
-
-
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")[:120]
-
-
-def outcome(status, claim, models, seconds, solver="", witness=None, **kw) -> dict:
-    d = {"status": status, "claim": claim, "witness": witness, "solver": solver,
-         "seconds": round(seconds, 3), "models": [m.spec() for m in models], "method": "",
-         "parts": [], "twin": None, "saved": [], "reason": "", "detail": {}}
-    d.update(kw)
-    return d
-
-
-# ============================================================================================
-# Concrete helpers
-# ============================================================================================
-
-def value_lt(x: int, y: int, f: str) -> bool:
-    """x < y as real numbers (both non-NaN; +0 = -0; +-Inf at the ends)."""
-    from ..simulate import value_of
-    def key(v):
-        v = value_of(v, f)
-        if v in ("inf", "-inf"):
-            return (1 if v == "inf" else -1, 0)
-        return (0, Fraction(0) if v in ("0", "-0") else v)
-    return key(x) < key(y)
-
-
-def _neg_witness(w: Witness) -> Witness:
-    n = lambda v, f: int(neg_bits(INT.const(v, fp.fmt(f).storage, False), f).v)
-    return Witness(w.fa, w.fb, w.fc, [n(x, w.fa) for x in w.a], list(w.b), n(w.c, w.fc), w.fs,
-                   w.scale_a, w.scale_b)
-
-
-def _approx_int(x: int, y: int, f: str) -> bool:
-    s = fp.fmt(f).storage
-    return bool(approx_equal(INT.const(x, s, False), INT.const(y, s, False), f).v)
-
-
-def _neg_int(x: int, f: str) -> int:
-    return int(neg_bits(INT.const(x, fp.fmt(f).storage, False), f).v)
-
-
-def _replay_all(models, w, backends):
-    try:
-        return replay(models, w, backends)
-    except InternalError:
-        raise
 
 
 # ============================================================================================
@@ -484,7 +427,6 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
         raise BadInput("prove equiv --method decomposed takes no --where constraints")
     q = build(A, B, where)
     if q.where:
-        from .distinguish import constraints_satisfiable
         if constraints_satisfiable(q, solver if solver != "portfolio" else "bitwuzla",
                                    timeout).status == "unsat":
             raise BadInput("no input satisfies the constraints: " + ", ".join(where))
@@ -511,16 +453,6 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
     res["seconds"] = round(_now() - t0, 3)
     return res
 
-
-def store_equivalence(group, A: Model, B: Model, where, text, result, twin) -> Path:
-    """Used by `distinguish --save` when it finds two models equivalent."""
-    res = outcome("proved", f"for every input{' satisfying ' + ', '.join(where) if where else ''}: "
-                  f"{A.label} and {B.label} give bitwise-identical outputs", [A, B],
-                  result.seconds, result.solver, method="monolithic", query_text=text,
-                  solver_version=result.version)
-    res["twin"] = twin
-    res["query_sha256"] = sha256(text)
-    return Path(save_result(group, res, [A, B], text)[0])
 
 
 def prove_unobservable(A: Model, param: str, value, **kw) -> dict:
@@ -735,25 +667,6 @@ def _bound_parts(m: Model, F_claim: int | None = None):
     return K, x, cons, err - bound, U, W
 
 
-def _bound_blocks(m: Model, notes: list):
-    """[(E, n, all-zero flag or None), block output] per block of the traced evaluation."""
-    th = m.theory
-    ems, outs = [], []
-    for label, v in notes:
-        if label == "fused_sum" and th.op == "t_fdpa":
-            allz = None
-            for t in v["terms"]:
-                allz = t.zero if allz is None else allz & t.zero
-            ems.append((v["e_max"], len(v["terms"]), allz))
-        elif label == "tr_tail":
-            # TR/GTR: the L products fused and truncated, c added after: n = L + 1 at E
-            ems.append((v["E"], min(th.L, m.k) + 1, None))
-        elif label == "block_out":
-            outs.append(v)
-    if len(ems) != len(outs):
-        raise InternalError(f"bound: trace has {len(ems)} sums for {len(outs)} blocks")
-    return list(zip(ems, outs))
-
 
 def _bound_check(m: Model) -> None:
     ins, th = m.ins, m.theory
@@ -858,33 +771,6 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
     return res
 
 
-def _bound_concrete(m: Model, w: Witness, F_claim: int | None = None):
-    """(exact, |error|, bound) of the Table 9 claim for one input, with exact Fractions."""
-    from ..simulate import value_of
-    th = m.theory
-    p = th.param_dict
-    rf, rmode, sf = mma.rho_of(p.get("rho", "RNE-FP32"))
-    F = p["F"] if F_claim is None else F_claim
-    wp = w.padded(m.k)
-    exact = Fraction(value_of(wp.c, w.fc) if value_of(wp.c, w.fc) not in ("0", "-0") else 0)
-    for a, b in zip(wp.a, wp.b):
-        va, vb = value_of(a, w.fa), value_of(b, w.fb)
-        va = Fraction(0) if va in ("0", "-0") else va
-        vb = Fraction(0) if vb in ("0", "-0") else vb
-        exact += va * vb
-    from .distinguish import _concrete_inputs
-    with mma.tracing() as notes:
-        d = m.dot(INT, *_concrete_inputs(INT, wp))
-    B = Fraction(0)
-    for (E, n, allz), dj in _bound_blocks(m, notes):
-        if allz is None or not bool(allz.v):
-            B += n * Fraction(2) ** (E.v - F)
-        u = fp.decode(sf, dj)
-        B += Fraction(2) ** (u.exp.v - rf.t) * (Fraction(1, 2) if rmode == "RNE" else 1)
-    vd = value_of(int(d.v), sf.name)
-    vd = Fraction(0) if vd in ("0", "-0") else vd
-    return exact, abs(vd - exact), B
-
 
 def _bound_twin(m: Model, solver, timeout, backends, concrete_budget: float = 60):
     """Twin: the theory with F-2 fraction bits against the same bound (stated with the
@@ -918,71 +804,8 @@ def _bound_twin(m: Model, solver, timeout, backends, concrete_budget: float = 60
 
 
 # ============================================================================================
-# Records
+# Output
 # ============================================================================================
-
-def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> list[str]:
-    """Store a proof (proofs/<group>/) or a refutation (counterexamples/<group>/)."""
-    from . import cex
-    saved = []
-    if res["status"] == "refuted" and res.get("_runs"):
-        check = {"symmetry": "asymmetric", "monotonic": "decreasing", "bound": "exceeds"}.get(
-            group, "differ")
-        p = cex.write_runs(group, models, res["_runs"], res["claim"], check,
-                           solver=res["solver"], seconds=res["seconds"],
-                           detail=res.get("detail"), group=res.get("group"))
-        saved.append(str(p))
-    elif res["status"] == "proved":
-        twin = res.get("twin")
-        if not twin or twin.get("status") != "sat":
-            res["reason"] = (res.get("reason", "") + "; not stored: no broken twin was refuted").strip("; ")
-            return saved
-        d = proofs_dir() / group
-        d.mkdir(parents=True, exist_ok=True)
-        name = _slug(res.get("group", [models[0].ins.name])[0] if group == "symmetry" else
-                     "--".join(m.label for m in models))
-        ts = _theory.default()
-        theories = {}
-        for mm in models:
-            theories[mm.theory.id] = mm.base.hash()
-        for n in res.get("group", []):
-            t = ts.theories_for(n)[0]
-            theories[t.id] = t.hash()
-        rec = {
-            "claim": res["claim"], "verdict": "proved", "method": res["method"],
-            "solver": res["solver"], "solver_version": res.get("solver_version", ""),
-            "seconds": res["seconds"], "total_seconds": res.get("total_seconds"),
-            "date": _dt.date.today().isoformat(),
-            "instructions": res.get("group") or [m.ins.name for m in models],
-            "models": [m.spec() for m in models], "theories": theories,
-            "query_sha256": res.get("query_sha256"), "depends": depends(),
-            "twin": twin,
-        }
-        if res["method"] == "decomposed":
-            rec["query"] = None
-            rec["parts"] = res["parts"]
-            rec["combination"] = res.get("combination", "")
-            texts = res.get("_texts", {})
-            cache_dir = lemma_dir()
-            for p in res["parts"]:
-                q = cache_dir / f"{p['sha256']}.smt2"
-                if not q.exists():
-                    from .solvers import Result
-                    cache_dir.mkdir(parents=True, exist_ok=True)
-                    q.write_text(texts[p["sha256"]])
-                    q.with_suffix(".json").write_text(json.dumps(
-                        {"status": "unsat", "verdict": "proved", "solver": p["solver"],
-                         "solver_version": p["solver_version"], "seconds": p["seconds"],
-                         "query": q.name, "claim": f"lemma {p['lemma']} ({p['role']})"},
-                        indent=1) + "\n")
-        else:
-            rec["query"] = f"{name}.smt2"
-            (d / f"{name}.smt2").write_text(res.get("query_text") or text)
-        p = d / f"{name}.json"
-        p.write_text(json.dumps(rec, indent=1) + "\n")
-        saved.append(str(p))
-    return saved
-
 
 def public(res: dict) -> dict:
     """The --json object: exactly status, claim, witness, solver, seconds."""
@@ -1000,7 +823,6 @@ def render(res: dict) -> str:
         if not p["cached"]:
             L.append(f"  {p['lemma']:<22} {p['status']:<6} {p['seconds']:7.3f} s  {p['role']}")
     if res.get("witness"):
-        from .distinguish import Witness as _W
         f = res["models"][0]
         L.append("witness: " + json.dumps(res["witness"]))
         for k, v in res.get("detail", {}).items():
@@ -1071,10 +893,8 @@ def _exit(status: str) -> int:
 
 
 def run(args) -> int:
-    from .distinguish import _backends, _parse_value
-
     def compute():
-        backends = _backends(args.replay)
+        backends = parse_backends(args.replay)
         kw = dict(solver=args.solver, timeout=args.timeout, save=args.save, emit=args.emit_smt2,
                   backends=backends)
         if args.save:
@@ -1137,25 +957,6 @@ def run(args) -> int:
 
 def main(argv=None) -> int:
     return verb_main(add_parser, argv)
-
-
-def prune_cache(root: Path | None = None) -> list[str]:
-    """Remove proved lemmas in proofs/cache that no stored proof references any more (after
-    re-proving stale claims). Returns the removed sha256s."""
-    root = root or proofs_dir()
-    used = set()
-    for g in CLAIMS:
-        for p in sorted((root / g).glob("*.json")) if (root / g).exists() else []:
-            rec = json.loads(p.read_text())
-            used |= {q["sha256"] for q in rec.get("parts", [])}
-    gone = []
-    cdir = root / "cache"
-    for q in sorted(cdir.glob("*.smt2")) if cdir.exists() else []:
-        if q.stem not in used:
-            q.unlink()
-            q.with_suffix(".json").unlink(missing_ok=True)
-            gone.append(q.stem)
-    return gone
 
 
 if __name__ == "__main__":
