@@ -91,6 +91,9 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--c", required=True, metavar="C.npy", help="C (..., M, N) raw bits")
     q.add_argument("--scale-a", metavar="SA.npy", help="block scales of A (..., M, K/scale_block)")
     q.add_argument("--scale-b", metavar="SB.npy", help="block scales of B (..., K/scale_block, N)")
+    q.add_argument("--meta", metavar="E.npy", help="sparse instructions: metadata (..., M, K/2) "
+                   "uint8, the position of each kept A element in its group of 4 (tf32: of 2); "
+                   "with it A is compressed (..., M, K/2), without it A is dense (..., M, K)")
     q.add_argument("--out", required=True, metavar="D.npy")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
     q.add_argument("--json", action="store_true")
@@ -102,6 +105,8 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--a", required=True, help="comma-separated values (use --a=...)")
     q.add_argument("--b", required=True, help="comma-separated values")
     q.add_argument("--c", required=True, help="one value")
+    q.add_argument("--list-excluded", action="store_true",
+                   help="name every excluded instruction and its reason (default: a summary)")
     q.add_argument("--json", action="store_true")
 
     q = sub.add_parser("explain", help="white-box trace of one dot product")
@@ -240,8 +245,9 @@ def _cmd_simulate(args) -> int:
     th = T.default().resolve(ins, args.theory)
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
+    E = load_npy(args.meta, "--meta")
     t0 = time.perf_counter()
-    D = simulate(ins, A, B, C, SA, SB, theory=th)
+    D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E)
     dt = time.perf_counter() - t0
     written = save_npy(args.out, D)
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
@@ -302,7 +308,8 @@ def _representatives(instrs):
     best = {}
     for i in instrs:
         th = ts.theories_for(i)
-        key = (i.arch, i.family, i.a, i.b, i.c, i.d, i.scale, th[0].id if th else "")
+        key = (i.arch, i.family, i.a, i.b, i.c, i.d, i.scale, i.satfinite, i.bop,
+               th[0].id if th else "")
         cur = best.get(key)
         if cur is None or i.k > cur.k:
             best[key] = i
@@ -364,12 +371,22 @@ def _cmd_compare(args) -> int:
         wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
         a = [INT.const(x, wa, False) for x in vals["a"]] + [INT.const(0, wa, False)] * (K - len(a_t))
         b = [INT.const(x, wb, False) for x in vals["b"]] + [INT.const(0, wb, False)] * (K - len(b_t))
-        sc = None
+        sc = meta = None
         if ins.scale:  # scale factors 1.0
             one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
             sc = [INT.const(one, 8, False)] * (K // ins.scale_block)
+        if ins.sparse:  # a is the dense A row: at most 2 non-zeros per group of 4
+            from . import sparse as _sp
+            try:
+                kept, em = _sp.dense_row(ins, [int(x.v) for x in a])
+            except ValueError as e:
+                results.append({"instruction": ins.name, "output": None, "value": None,
+                                "excluded": str(e)})
+                continue
+            a = [INT.const(x, wa, False) for x in kept]
+            meta = [INT.const(x, 8, False) for x in em]
         try:
-            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc)
+            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc, meta)
         except ValueError as e:  # a theory the current mma cannot evaluate
             results.append({"instruction": ins.name, "output": None, "value": None,
                             "excluded": f"theory {th.id}: {e}"})
@@ -388,11 +405,45 @@ def _cmd_compare(args) -> int:
     w = max((len(r["instruction"]) for r in done), default=20)
     for r in done:
         print(f"{r['instruction']:<{w}}  {r['output']:<18}  {r['value']:<24}  {r['theory']}")
-    if excl:
+    if excl and args.list_excluded:
         print(f"excluded ({len(excl)}):")
         for r in excl:
             print(f"  {r['instruction']}: {r['excluded']}")
+    elif excl:
+        print("\n".join(_excluded_summary(excl, len(results), len(a_t))))
     return 0
+
+
+def _excluded_summary(excl: list[dict], total: int, n: int) -> list[str]:
+    """Two lines: how many instructions compare left out, and why (counted by reason: the
+    formats that cannot hold the values exactly, too small a K, a theory it cannot evaluate)."""
+    import collections
+    import re
+    fmts: collections.Counter = collections.Counter()
+    small_k = theory = other = 0
+    for r in excl:
+        why = r["excluded"]
+        m = re.search(r"(?:not exactly representable in|does not fit) (\S+)", why)
+        if m:
+            fmts[m.group(1)] += 1
+        elif why.startswith("K = "):
+            small_k += 1
+        elif why.startswith("theory "):
+            theory += 1
+        else:
+            other += 1
+    parts = []
+    if fmts:
+        parts.append(f"{sum(fmts.values())} whose formats cannot hold the values exactly ("
+                     + ", ".join(f"{k} {v}" for k, v in fmts.most_common()) + ")")
+    if small_k:
+        parts.append(f"{small_k} with K < {n}")
+    if theory:
+        parts.append(f"{theory} whose theory cannot be evaluated")
+    if other:
+        parts.append(f"{other} for other reasons")
+    return [f"excluded {len(excl)} of {total} instructions (--list-excluded names each one, "
+            f"--json gives every reason):", "  " + "; ".join(parts)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -446,7 +497,7 @@ _VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
 #: verbs defined in their own modules: name -> module path (add_parser + run)
 _MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaformal.query.prove",
                  "emulate": "mmaformal.emulate", "accuracy": "mmaformal.accuracy",
-                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.probes",
+                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.settle",
                  "infer": "mmaformal.query.infer"}
 
 

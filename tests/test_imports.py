@@ -36,7 +36,7 @@ LAYERS = [
     ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
-    ("mmaformal.isa", 4), ("mmaformal.theory", 4),
+    ("mmaformal.isa", 4), ("mmaformal.theory", 4), ("mmaformal.sparse", 4),
     ("mmaformal", 5),
 ]
 
@@ -44,13 +44,13 @@ LAYERS = [
 QUERY = {
     "solvers": 0,
     "frame": 1,
-    "model": 2,
+    "model": 2, "campaign": 2,
     "store": 3, "search": 3, "claims": 3, "pool": 3, "family": 3, "ieee": 3,
-    "cache": 4,
+    "cache": 4, "witness_search": 4, "minimize": 4,
     "decompose": 5, "cex": 5,
     "proofs": 6,
     "distinguish": 7, "prove": 7, "probes": 7,
-    "infer": 8,
+    "infer": 8, "settle": 8,
 }
 
 

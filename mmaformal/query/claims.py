@@ -18,7 +18,7 @@ from ..bits import INT
 from .frame import InternalError
 from .model import Model, Witness, _concrete_inputs, approx_equal, neg_bits
 
-__all__ = ["CLAIMS", "SYMMETRY_STATEMENT", "outcome", "value_lt", "neg_witness", "neg_int",
+__all__ = ["CLAIMS", "SYMMETRY_STATEMENT", "SYMMETRY_STATEMENT_INT", "outcome", "value_lt", "neg_witness", "neg_int",
            "approx_int", "bound_blocks", "bound_concrete"]
 
 CLAIMS = ("equiv", "symmetry", "monotonic", "bound", "unobservable")
@@ -27,6 +27,11 @@ SYMMETRY_STATEMENT = (
     "Phi(-A, B, -C) ~ -Phi(A, B, C) for every input, where -x flips the sign bit (fnuz "
     "formats: 0x00 and the NaN 0x80 are their own negations) and x ~ y means bitwise equal, "
     "except that any two NaN outputs are equal and any two zero outputs (+0, -0) are equal")
+#: the same claim for integer instructions (negation and equality as integers do them)
+SYMMETRY_STATEMENT_INT = (
+    "Phi(-A, B, -C) = -Phi(A, B, C) for every input, where -x is the two's complement negation "
+    "of a signed integer (wrapping: the most negative value is its own negation; unsigned "
+    "operands are not negated) and = means bitwise equal")
 
 
 def outcome(status, claim, models, seconds, solver="", witness=None, **kw) -> dict:

@@ -176,6 +176,9 @@ def structure(m: Model) -> Structure:
     """Evaluate m's dot product symbolically with the trace on and split it into blocks."""
     K, inp, out, notes = traced_dot(m)
     st = Structure(m, K, inp, out, [], None)
+    if m.ins.sparse:
+        st.why = "sparse instructions are proved monolithically"
+        return st
     if m.theory.model != "fdpa" or m.theory.op not in _FDPA_TAIL_OPS + _TR_OPS:
         st.why = f"op {m.theory.op} is not a T-FDPA-family fused sum"
         return st

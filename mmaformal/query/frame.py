@@ -21,7 +21,7 @@ import sys
 from .solvers import SOLVERS
 
 __all__ = ["EXIT_OK", "EXIT_REFUTED", "EXIT_BAD", "EXIT_INTERNAL", "EXIT_UNKNOWN", "BadInput",
-           "InternalError", "add_common", "run_verb", "verb_main"]
+           "InternalError", "seconds", "add_common", "run_verb", "verb_main"]
 
 EXIT_OK, EXIT_REFUTED, EXIT_BAD, EXIT_INTERNAL, EXIT_UNKNOWN = 0, 1, 2, 3, 4
 
@@ -34,15 +34,36 @@ class InternalError(RuntimeError):
     """A result failed its own check (e.g. a witness that does not replay): exit code 3."""
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds (a zero or negative time limit, or not a
+    number, is a usage error: one line, exit 2)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not v > 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return v
+
+
 def add_common(q: argparse.ArgumentParser, save: str | None = None,
-               replay: tuple[str, str] | None = None) -> None:
+               replay: tuple[str, str] | None = None, witness: bool = False) -> None:
     """The options of every query verb: --solver, --timeout, --emit-smt2, --json; and --save
-    (`save`: its help) and --replay (`replay`: its default back-ends and help) where given."""
+    (`save`: its help) and --replay (`replay`: its default back-ends and help) where given;
+    --raw and --minimize-timeout where the verb prints witnesses (`witness`)."""
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"],
                    help="bitwuzla (default; propagation engine with bit-blasting fallback), "
                         "z3, cvc5, or portfolio (all, first answer wins)")
-    q.add_argument("--timeout", type=float, default=600, metavar="S",
+    q.add_argument("--timeout", type=seconds, default=600, metavar="S",
                    help="seconds per solver call (a time-out is 'unknown')")
+    if witness:
+        q.add_argument("--raw", action="store_true",
+                       help="print the solver's witness as found (default: minimized: no operand "
+                            "paired with a zero, fewest non-zero products, smallest exponent "
+                            "spread, fewest significand bits)")
+        q.add_argument("--minimize-timeout", type=seconds, default=10.0, metavar="S",
+                       help="seconds per minimization query (a time-out keeps the witness so "
+                            "far; default 10, at most 60 in all)")
     q.add_argument("--emit-smt2", metavar="FILE", help="write the (first) query as SMT-LIB2")
     q.add_argument("--json", action="store_true")
     if save is not None:

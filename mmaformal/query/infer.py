@@ -63,7 +63,7 @@ from .. import fp, isa
 from . import family as _family
 from . import probes
 from .frame import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput, InternalError, run_verb,
-                    verb_main)
+                    seconds, verb_main)
 from .model import Model, _hex, resolve
 from .pool import _UINT, Batch, evaluate, plain
 from .prove import equiv_decomposed
@@ -678,6 +678,9 @@ def _shared_candidates(fam: "_family.Family", oracle: Oracle, seed: int) -> dict
     not for recorded oracles, whose pool is their recording). BadInput when no candidate is
     left."""
     ins = oracle.ins
+    if ins.integer:           # issue 14: the hypothesis families are floating-point ones
+        raise BadInput(f"{ins.name} is an integer instruction: infer searches floating-point "
+                       f"families; separate the integer theories with probes / distinguish")
     skey = (fam.id, fam.file, repr(fam.structures), repr(fam.domain), ins.name, seed)
     shared = _SHARED.get(skey) if oracle.recorded is None else None
     if shared is None:
@@ -846,7 +849,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--instr", metavar="NAME", help="instruction for theory ids / files")
     q.add_argument("--max-queries", type=int, default=DEFAULT_MAX_QUERIES, metavar="N")
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"])
-    q.add_argument("--timeout", type=float, default=60, metavar="S",
+    q.add_argument("--timeout", type=seconds, default=60, metavar="S",
                    help="seconds per solver call (a time-out is 'unknown')")
     q.add_argument("--solver-budget", type=float, default=120, metavar="S",
                    help="seconds of solver time in all (pairs left are reported unknown)")

@@ -106,6 +106,9 @@ class Model:
         return self.k // self.ins.scale_block if self.ins.scale else 0
 
     def dot(self, K, a: Sequence[BV], b: Sequence[BV], c: BV, sa=None, sb=None) -> BV:
+        """Sparse instructions take the dense A row (K elements, at most 2 non-zeros per group
+        of 4): the kept elements and the metadata are derived by mmaformal.sparse.derive (the
+        rule simulate applies to a dense A); `sparse_valid` is the input constraint."""
         k = self.ins.k
         ns = k // self.ins.scale_block if self.ins.scale else 0
         with (_align_rd() if self.rd else contextlib.nullcontext()):
@@ -113,10 +116,26 @@ class Model:
             for j in range(self.n):
                 if self.n > 1:
                     mma._note("chain", {"block": j, "c": d})
-                d = self.theory.dot(K, a[j * k:(j + 1) * k], b[j * k:(j + 1) * k], d,
+                aj, meta = a[j * k:(j + 1) * k], None
+                if self.ins.sparse:
+                    from .. import sparse as _sp
+                    aj, meta, ok = _sp.derive(K, list(aj), self.ins)
+                    if not isinstance(K, Z3Backend) and not np.all(np.asarray(ok.v)):
+                        raise BadInput(f"{self.ins.name}: the dense A breaks "
+                                       f"{self.ins.sparsity[1]}:{self.ins.sparsity[0]} sparsity")
+                d = self.theory.dot(K, aj, b[j * k:(j + 1) * k], d,
                                     sa[j * ns:(j + 1) * ns] if ns else None,
-                                    sb[j * ns:(j + 1) * ns] if ns else None)
+                                    sb[j * ns:(j + 1) * ns] if ns else None, meta)
         return d
+
+    def sparse_valid(self, K, a: Sequence[BV]) -> list:
+        """z3 constraints: the dense A rows (of every chained block) keep the 2:4 pattern."""
+        if not self.ins.sparse:
+            return []
+        from .. import sparse as _sp
+        k = self.ins.k
+        return [_sp.derive(K, list(a[j * k:(j + 1) * k]), self.ins)[2].v
+                for j in range(len(a) // k)]
 
     def spec(self) -> dict:
         """JSON description, enough to rebuild the model (`from_spec`)."""
@@ -134,6 +153,17 @@ class Model:
 
     def key(self) -> tuple:
         return (self.theory.hash(), self.ins.name, self.rd, self.n)
+
+
+def arith_key(t: "_theory.Theory", ins: isa.Instruction) -> str:
+    """Two instructions whose keys are equal have one query for every claim on one model: the
+    theory's content without its id and instruction list, the operand formats and K (M and N
+    only repeat the dot product)."""
+    c = t.content()
+    c.pop("id")
+    c.pop("instructions")
+    return json.dumps([c, ins.a, ins.b, ins.c, ins.d, ins.k, ins.scale, ins.scale_block],
+                      sort_keys=True)
 
 
 def from_spec(d: dict) -> Model:
@@ -374,10 +404,15 @@ class Witness:
 
 def neg_bits(x: BV, f: "str | fp.Format") -> BV:
     """-x: flip the sign bit; in formats without -0 (fnuz) the zero and the NaN code (the
-    sign-bit pattern) are their own negations. Unsigned formats are returned unchanged."""
+    sign-bit pattern) are their own negations. Unsigned formats are returned unchanged.
+    Signed integer formats: two's complement negation of the k value bits, wrapping (so the
+    most negative value, e.g. s8 -128, is its own negation)."""
     f = fp.fmt(f)
     if not f.signed:
         return x
+    if f.is_int:
+        m = (1 << f.k) - 1
+        return ((x & m) ^ m).add_wrap(1) & m
     sb = f.sign_bit << f.pad
     if f.nan == "negzero":
         mag = x & ((1 << (f.k - 1)) - 1) << f.pad
@@ -386,8 +421,11 @@ def neg_bits(x: BV, f: "str | fp.Format") -> BV:
 
 
 def approx_equal(x: BV, y: BV, f: "str | fp.Format"):
-    """x ~ y: equal bits, or both NaN, or both zero (+0 ~ -0). An equivalence relation."""
+    """x ~ y: equal bits, or both NaN, or both zero (+0 ~ -0). An equivalence relation.
+    Integer formats: equal bits."""
     f = fp.fmt(f)
+    if f.is_int:
+        return x == y
     u, v = fp.decode(f, x), fp.decode(f, y)
     return (u.nan & v.nan) | (u.zero & v.zero) | (x == y)
 
@@ -750,6 +788,9 @@ def twin_mutations(m: Model) -> list[dict]:
         out.append({"mode": "RZ" if p["mode"] != "RZ" else "RNE"})
     if "P" in p:
         out.append({"P": 2 if p["P"] == 4 else 4})
+    if "sat" in p:                  # integer: clamp where the qualifier wraps, or vice versa
+        out.append({"sat": "never" if m.theory.instr is not None and m.theory.instr.satfinite
+                    else "always"})
     return out
 
 

@@ -27,7 +27,7 @@ from .claims import CLAIMS, outcome
 from .model import Model
 from .store import lemma_dir, proofs_dir, sha256
 
-__all__ = ["depends", "save_result", "store_equivalence", "prune_cache"]
+__all__ = ["depends", "save_result", "store_equivalence", "prune_cache", "check_record", "main"]
 
 
 def depends() -> dict[str, str]:
@@ -130,3 +130,74 @@ def prune_cache(root: Path | None = None) -> list[str]:
             q.with_suffix(".json").unlink(missing_ok=True)
             gone.append(q.stem)
     return gone
+
+
+def check_record(path: Path, rec: dict, solve: bool = False, timeout: float = 600) -> list[str]:
+    """The problems of one proof record (empty: it holds): verdict proved with a refuted broken
+    twin, every lemma in proofs/cache with the sha256 it names, the stored query hashing as
+    recorded, no stale theory hash; with `solve`, every lemma and query re-solved (unsat)."""
+    from .model import check
+    out = []
+    if rec.get("verdict") != "proved":
+        out.append(f"verdict is {rec.get('verdict')!r}")
+    tw = rec.get("twin") or {}
+    if tw.get("status") != "sat" or tw.get("verdict") != "refuted":
+        out.append("no refuted broken twin")
+    queries = []
+    if rec.get("method") == "decomposed":
+        for p in rec.get("parts", []):
+            q = CACHE_DIR / f"{p['sha256']}.smt2"
+            if not q.exists():
+                out.append(f"lemma {p['lemma']}: {q.name} missing from proofs/cache")
+            elif sha256(q.read_text()) != p["sha256"]:
+                out.append(f"lemma {p['lemma']}: {q.name} was edited")
+            else:
+                queries.append((f"lemma {p['lemma']}", q, p["solver"]))
+    else:
+        q = path.parent / rec["query"]
+        if not q.exists() or sha256(q.read_text()) != rec["query_sha256"]:
+            out.append(f"query {rec['query']} missing or edited")
+        else:
+            queries.append(("query", q, rec["solver"].split(",")[0]))
+    ts = _theory.default()
+    for tid, h in rec.get("theories", {}).items():
+        if tid not in ts or ts.get(tid).hash() != h:
+            out.append(f"stale: theory {tid} changed since the proof")
+    if solve:
+        for what, q, solver in queries:
+            r = check(q.read_text(), solver or "bitwuzla", timeout)
+            if r.status != "unsat":
+                out.append(f"{what} ({q.name}): {r.status} on re-solving ({r.reason})")
+    return out
+
+
+def main(argv=None) -> int:
+    """`python3 -m mmaformal.query.proofs [RECORD.json ...] [--solve]`: check proof records (all
+    of proofs/<claim>/ when none is named); --solve re-solves each lemma or query; exit 1 if
+    one fails."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog="python3 -m mmaformal.query.proofs", description=main.__doc__)
+    p.add_argument("records", nargs="*", metavar="RECORD.json")
+    p.add_argument("--solve", action="store_true", help="re-solve every lemma / query (slow)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per query with --solve")
+    args = p.parse_args(argv)
+    try:
+        recs = ([(Path(r), json.loads(Path(r).read_text())) for r in args.records] if args.records
+                else [(q, json.loads(q.read_text())) for g in CLAIMS if (PROOFS / g).exists()
+                      for q in sorted((PROOFS / g).glob("*.json"))])
+    except (OSError, ValueError) as e:
+        print(f"mmaformal.query.proofs: {e}", file=sys.stderr)
+        return 2
+    bad = 0
+    for path, rec in recs:
+        problems = check_record(path, rec, args.solve, args.timeout)
+        print(f"{'ok  ' if not problems else 'FAIL'} {path}" + "".join(f"\n     {x}" for x in problems))
+        bad += bool(problems)
+    print(f"{len(recs) - bad} of {len(recs)} records hold" + (" (re-solved)" if args.solve else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())

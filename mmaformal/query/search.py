@@ -64,6 +64,7 @@ def build(A: Model, B: Model, where: Sequence[str] = ()) -> Query:
         note = (f"K differ ({A.label}: {A.k}, {B.label}: {B.k}): the inputs of {long.label} are "
                 f"padded with +0 at k = {kmin}..{long.k - 1}")
     cons = parse_where(where, inp)
+    cons += A.sparse_valid(K, inp.padded(A)[0])
     dA = A.dot(K, *inp.padded(A))
     dB = B.dot(K, *inp.padded(B))
     return Query(A, B, inp, K, dA, dB, cons, note)
