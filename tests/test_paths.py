@@ -128,13 +128,13 @@ def test_cli_store_flag_before_or_after_the_verb(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
-    r = _cli("--store", str(a), "distinguish", H80, H90, "--save", env={ENV: str(b)})
+    r = _cli("--store", str(a), "distinguish", H80, H90, "--raw", "--save", env={ENV: str(b)})
     assert r.returncode == 0, r.stderr
     saved = list(a.glob("counterexamples/distinguish/*.json"))
     assert len(saved) == 1 and not list(b.iterdir())            # the flag wins over $ENV
     rec = json.loads(saved[0].read_text())
     assert [m["theory"] for m in rec["models"]] == ["sm80.f16.f32", "sm90.f16.f32"]
-    r = _cli("distinguish", H80, H90, "--save", f"--store={b}")
+    r = _cli("distinguish", H80, H90, "--raw", "--save", f"--store={b}")
     assert r.returncode == 0, r.stderr
     assert len(list(b.glob("counterexamples/distinguish/*.json"))) == 1
 
@@ -143,9 +143,9 @@ def test_cli_store_flag_before_or_after_the_verb(tmp_path):
 def test_cli_missing_or_unwritable_store_exits_2(tmp_path, how):
     for bad in (tmp_path / "missing", _unwritable_dir(tmp_path)):
         if how == "flag":
-            r = _cli("--store", str(bad), "distinguish", H80, H90, "--save")
+            r = _cli("--store", str(bad), "distinguish", H80, H90, "--raw", "--save")
         else:
-            r = _cli("distinguish", H80, H90, "--save", env={ENV: str(bad)})
+            r = _cli("distinguish", H80, H90, "--raw", "--save", env={ENV: str(bad)})
         assert r.returncode == 2, (r.stdout, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
         assert str(bad) in r.stderr and ("no such directory" in r.stderr or "not writable" in r.stderr)
