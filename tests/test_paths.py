@@ -247,3 +247,20 @@ def test_pyproject_packages_cover_the_tree():
     for name in ("theories", "proofs", "counterexamples"):
         assert st["package-dir"][f"mmaformal._data.{name}"] == name
         assert f"mmaformal._data.{name}" in listed
+
+
+def test_proof_record_checker_finds_lemmas_in_the_store_and_shipped(tmp_path, monkeypatch):
+    """mmaformal.query.proofs.check_record on a shipped decomposed proof (its lemmas in the
+    shipped proofs/cache), and on a copy in a store that has no proofs/cache of its own."""
+    from mmaformal.query import proofs
+    monkeypatch.setenv(ENV, str(tmp_path))
+    path = next(p for p in sorted(paths.shipped("proofs").glob("symmetry/*.json"))
+                if json.loads(p.read_text()).get("method") == "decomposed")
+    rec = json.loads(path.read_text())
+    assert proofs.check_record(path, rec) == []
+    copy = tmp_path / "proofs" / "symmetry" / path.name
+    copy.parent.mkdir(parents=True)
+    copy.write_text(path.read_text())
+    assert proofs.check_record(copy, rec) == []
+    bad = dict(rec, parts=[dict(rec["parts"][0], sha256="0" * 64)])
+    assert any("missing from proofs/cache" in x for x in proofs.check_record(copy, bad))
