@@ -137,10 +137,8 @@ def version_text() -> str:
         except metadata.PackageNotFoundError:
             v = "not installed"
         lines.append(f"{name} {v}")
-    try:
-        lines.append(f"data: {paths.shipped()}")
-    except ValueError as e:
-        lines.append(f"data: {e}")
+    data = paths.shipped()
+    lines.append(f"data: {data}" + ("" if (data / "theories").is_dir() else " (missing: reinstall)"))
     root, how = paths.store_root()
     lines.append(f"store: {root} ({ {'env': '$' + paths.ENV, 'checkout': 'the checkout', 'user': 'per-user default'}[how] })")
     return "\n".join(lines)

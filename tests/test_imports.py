@@ -21,7 +21,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "mmaformal"
+import mmaformal
+
+#: the package under test (the checkout's mmaformal/, or the installed one's when the tests run
+#: against a wheel)
+ROOT = Path(mmaformal.__file__).resolve().parent
 
 #: DESIGN.md "Layers": the layer of each module (the first matching prefix wins). _cache (a
 #: content-keyed file cache), paths (where data is read and written; stdlib only) and compile

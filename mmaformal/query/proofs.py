@@ -20,8 +20,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from .. import fp, mma
-from .. import paths
+from .. import fp, mma, paths
 from .. import theory as _theory
 from . import cex
 from .claims import CLAIMS, outcome
@@ -147,7 +146,7 @@ def check_record(path: Path, rec: dict, solve: bool = False, timeout: float = 60
         out.append("no refuted broken twin")
     queries = []
     if rec.get("method") == "decomposed":
-        dirs = [path.parent.parent / "cache"] + lemma_dirs()
+        dirs = list(dict.fromkeys([path.parent.parent / "cache", *lemma_dirs()]))
         for p in rec.get("parts", []):
             q = next((d / f"{p['sha256']}.smt2" for d in dirs if (d / f"{p['sha256']}.smt2").exists()),
                      dirs[0] / f"{p['sha256']}.smt2")
@@ -188,9 +187,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         recs = ([(Path(r), json.loads(Path(r).read_text())) for r in args.records] if args.records
-                else [(q, json.loads(q.read_text())) for base in paths.record_dirs("proofs")
-                      for g in CLAIMS if (base / g).exists()
-                      for q in sorted((base / g).glob("*.json"))])
+                else [(q, json.loads(q.read_text())) for d in paths.record_dirs("proofs")
+                      for g in CLAIMS if (d / g).exists() for q in sorted((d / g).glob("*.json"))])
     except (OSError, ValueError) as e:
         print(f"mmaformal.query.proofs: {e}", file=sys.stderr)
         return 2
