@@ -1,0 +1,733 @@
+"""Layer 1 (fast path, GPU), cuda: the traced definition emitted as CUDA C and run on a GPU.
+
+The trace of a definition that `mmaformal.compile.TraceBackend` records (e.g. one instruction
+step, `Theory.dot`) is emitted here as a CUDA `__device__` function, and generated `__global__`
+wrappers apply it to independent tiles (simulate), to the outputs of a GEMM walked in the
+instruction's K-steps with the accumulator carried (emulate.matmul), to independent K-long
+lanes (emulate.dot_lanes) and elementwise (the split-K reduction). No arithmetic is written
+here: every operation comes from the trace, so every theory the C path runs runs here.
+
+May import: mmaformal.compile (the trace), mmaformal._cache, numpy; CuPy lazily (NVRTC; nvcc
+is used when NVRTC rejects a source). Never z3.
+
+Invariants:
+- Value semantics as on the C path: each traced value is held in int32 where its static
+  interval proves it fits, else in int64 or __int128 (the same widths the C path uses); a
+  statement runs in 32-bit arithmetic only where the tracer marked it exact there
+  (`TraceBackend.n32`); every other statement casts its operands to its evaluation width.
+- Every range check of the trace is kept: a lane that fails one sets a flag and the call
+  raises OverflowError, as the C path does.
+- Modules are cached in-process by the hash of their source and on disk by CuPy (keyed by the
+  source); a caller's `disk_key` finds the source of an earlier process without tracing.
+- Inputs on the host are processed in chunks that fit the GPU's free memory (and
+  $MMAFORMAL_GPU_MEM bytes, when set); device arrays (CuPy) stay on the device.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import _cache
+from .bits import _range
+
+__all__ = ["available", "resolve_device", "device_source", "DotModule", "dot_module",
+           "DEVICES", "Unavailable"]
+
+DEVICES = ("cpu", "cuda", "auto")
+
+_UT = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
+_NPT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+class Unavailable(ValueError):
+    """No usable CUDA device/CuPy/compiler (a one-line reason)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Availability
+
+
+_AVAIL: list = []
+
+
+def available() -> tuple[bool, str]:
+    """(True, device description) when CuPy imports and an NVIDIA GPU of compute capability
+    >= 7.0 answers, else (False, why)."""
+    if _AVAIL:
+        return _AVAIL[0]
+    try:
+        import cupy  # noqa: F401
+    except Exception as e:  # ImportError, or a CuPy without its CUDA libraries
+        r = (False, f"CuPy is not usable ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''})")
+        _AVAIL.append(r)
+        return r
+    try:
+        import cupy
+        n = cupy.cuda.runtime.getDeviceCount()
+        if n < 1:
+            r = (False, "no CUDA device")
+        else:
+            props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+            cc = (props["major"], props["minor"])
+            name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+            if cc < (7, 0):
+                r = (False, f"unsupported GPU {name} (compute capability {cc[0]}.{cc[1]} < 7.0)")
+            else:
+                r = (True, f"{name} (sm_{cc[0]}{cc[1]})")
+    except Exception as e:
+        r = (False, f"no usable CUDA device ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''})")
+    _AVAIL.append(r)
+    return r
+
+
+def resolve_device(device: str) -> tuple[str, str]:
+    """('cpu' | 'cuda', note) for a requested device; 'cuda' without a usable GPU raises
+    Unavailable (a ValueError: the cli prints one line, exit 2); 'auto' falls back to the CPU
+    and says why in the note."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return "cpu", "cpu requested"
+    ok, why = available()
+    if device == "cuda":
+        if not ok:
+            raise Unavailable(f"--device cuda: {why}")
+        return "cuda", why
+    return ("cuda", why) if ok else ("cpu", f"no GPU path: {why}")
+
+
+# --------------------------------------------------------------------------------------------
+# Emission
+
+
+_DECL = re.compile(r"^(W64|W128) ([vab]\d+) = (.*);$")
+_LOAD = re.compile(r"^LOAD\((W64|W128), (v\d+), in(\d+), (\d+)\);$")
+_BAD = re.compile(r"^bad \|= (.*);$")
+_REF = re.compile(r"\b([va]\d+)\b")
+_I64C = re.compile(r"\bINT64_C\((-?\d+)\)")
+_CLS = {32: "int", 64: "long long", 128: "W128"}
+
+
+def _cls(iv: tuple[int, int]) -> int:
+    lo, hi = iv
+    if -(1 << 31) <= lo and hi < (1 << 31):
+        return 32
+    if -(1 << 63) <= lo and hi < (1 << 63):
+        return 64
+    return 128
+
+
+def device_source(tb, outputs: Sequence, out_storage: Sequence[int], fname: str) -> str:
+    """CUDA source of `__device__ fname(in0, .., bad)` returning output 0 as its storage type,
+    from a finished trace (`TraceBackend` after the definition ran on its inputs)."""
+    from .compile import Unsupported
+    if len(outputs) != 1:
+        raise Unsupported("the CUDA path emits one output per traced function")
+    cls: dict[str, int] = {}
+
+    def cls_of(name: str) -> int:
+        c = cls.get(name)
+        if c is None:
+            iv = tb.rawiv.get(name) or tb.ivs.get(name)
+            if iv is None:
+                raise Unsupported(f"no interval for {name}")
+            c = cls[name] = _cls(iv)
+        return c
+
+    body = []
+    for line in tb.lines:
+        m = _LOAD.match(line)
+        if m:
+            name, idx = m.group(2), int(m.group(3))
+            body.append(f"{_CLS[cls_of(name)]} {name} = ({_CLS[cls_of(name)]})in{idx};")
+            continue
+        m = _DECL.match(line)
+        if m:
+            name, expr = m.group(2), m.group(3)
+            if name.startswith("b"):                # truth values as predicates
+                body.append(f"bool {name} = {expr.replace('~', '!')};")
+                continue
+            c = cls_of(name)
+            body.append(f"{_CLS[c]} {name} = {_expr(expr, name, c, tb, cls_of)};")
+            continue
+        m = _BAD.match(line)
+        if m:
+            if "__builtin" in line:
+                raise Unsupported("a traced operation needs an overflow builtin (no CUDA form)")
+            body.append(line)
+            continue
+        raise Unsupported(f"unrecognised trace statement: {line[:80]}")
+    ins = ", ".join(f"{_UT[s]} in{i}" for i, (s, _, _) in enumerate(tb.inputs))
+    ot = _UT[out_storage[0]]
+    stmts = "\n    ".join(body).replace("(uint64_t)", "(unsigned long long)")
+    return (f"__device__ __forceinline__ {ot} {fname}({ins}, int& bad) {{\n    {stmts}\n"
+            f"    return ({ot})({outputs[0].v});\n}}\n")
+
+
+def _expr(expr: str, name: str, c: int, tb, cls_of) -> str:
+    if name in tb.n32:
+        # exact in 32-bit arithmetic (the tracer's decision): int literals, no casts; an
+        # operand held wider (a checked result) promotes the expression, which is still exact
+        def lit(m):
+            v = int(m.group(1))
+            return f"({v})" if -(1 << 31) < v < (1 << 31) else m.group(0)
+        return _I64C.sub(lit, expr)
+    refs = set(_REF.findall(expr))
+    e = max([64, c] + [cls_of(r) for r in refs])
+    t = _CLS[e]
+
+    def cast(m):
+        r = m.group(1)
+        return f"(({t}){r})" if cls_of(r) < e else r
+    return _REF.sub(cast, expr)
+
+
+_HEAD = r"""
+typedef long long W64;
+typedef unsigned long long U64T;
+#define SEL(c, x, y) ((c) ? (x) : (y))
+#define CMP(e) ((bool)(e))
+#define U64(e) ((unsigned long long)(e))
+#define S64(e) ((long long)(e))
+#define U32(e) ((unsigned int)(e))
+#define S32(e) ((int)(e))
+#define ONE32 (1u)
+#define BC(e) (e)
+#define INT64_C(c) c##LL
+#define UINT64_C(c) c##ULL
+"""
+
+_HEAD128 = r"""
+typedef __int128 W128;
+typedef unsigned __int128 U128;
+"""
+
+
+def _step_kernels(k: int, nb: int, m: int, n: int, st: tuple[int, int, int, int],
+                  tile: tuple[int, int, int, int, int]) -> str:
+    """__global__ wrappers of the step function `step(a_0..a_{k-1}, b_0.., c, sa_0.., sb_0..)`:
+    sim (independent m x n tiles), gemm (K-steps chained), lanes (K-long lanes)."""
+    TA, TB, TC, TD = (_UT[s] for s in st)
+    BM, BN, TM, TN, KS = tile
+    NT = (BM // TM) * (BN // TN)
+    nbs = max(nb, 1)
+
+    def call(a, b, c, sa, sb):
+        args = [a(t) for t in range(k)] + [b(t) for t in range(k)] + [c]
+        args += [sa(q) for q in range(nb)] + [sb(q) for q in range(nb)]
+        return f"step({', '.join(args)}, bad)"
+
+    sim = f"""
+extern "C" __global__ void sim(long long T, const {TA}* __restrict__ A, const {TB}* __restrict__ Bt,
+    const {TC}* __restrict__ C, const unsigned char* __restrict__ SA,
+    const unsigned char* __restrict__ SBt, {TD}* __restrict__ D, int* flag) {{
+    long long total = T * {m * n}LL;
+    int bad = 0;
+    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
+         idx += (long long)gridDim.x * blockDim.x) {{
+        long long t = idx / {m * n};
+        int i = (int)((idx / {n}) % {m}), j = (int)(idx % {n});
+        const {TA}* a = A + (t * {m} + i) * {k};
+        const {TB}* b = Bt + (t * {n} + j) * {k};
+        const unsigned char* sa = SA + (t * {m} + i) * {nb};
+        const unsigned char* sb = SBt + (t * {n} + j) * {nb};
+        D[idx] = {call(lambda q: f"a[{q}]", lambda q: f"b[{q}]", "C[idx]", lambda q: f"sa[{q}]", lambda q: f"sb[{q}]")};
+    }}
+    if (bad) atomicOr(flag, 1);
+}}
+"""
+    lanes = f"""
+extern "C" __global__ void lanes(long long n, int K, const {TA}* __restrict__ A,
+    const {TB}* __restrict__ B, const {TC}* __restrict__ C, const unsigned char* __restrict__ SA,
+    const unsigned char* __restrict__ SB, {TD}* __restrict__ D, int* flag) {{
+    int bad = 0;
+    int KB = K / {k} * {nb};
+    for (long long l = blockIdx.x * (long long)blockDim.x + threadIdx.x; l < n;
+         l += (long long)gridDim.x * blockDim.x) {{
+        {TD} acc = ({TD})C[l];
+        for (int s = 0; s < K / {k}; s++) {{
+            const {TA}* a = A + l * K + s * {k};
+            const {TB}* b = B + l * K + s * {k};
+            const unsigned char* sa = SA + l * KB + s * {nb};
+            const unsigned char* sb = SB + l * KB + s * {nb};
+            acc = {call(lambda q: f"a[{q}]", lambda q: f"b[{q}]", f"({TC})acc", lambda q: f"sa[{q}]", lambda q: f"sb[{q}]")};
+        }}
+        D[l] = acc;
+    }}
+    if (bad) atomicOr(flag, 1);
+}}
+"""
+    KT = KS * k
+    gemm = f"""
+extern "C" __global__ void __launch_bounds__({NT}) gemm(int M, int N, int K, int s0, int s1,
+    const {TA}* __restrict__ A, const {TB}* __restrict__ B, const {TC}* __restrict__ C,
+    const unsigned char* __restrict__ SA, const unsigned char* __restrict__ SB,
+    {TD}* __restrict__ D, int* flag) {{
+    __shared__ {TA} As[{KT}][{BM}];
+    __shared__ {TB} Bs[{KT}][{BN}];
+    __shared__ unsigned char SAs[{KS * nbs}][{BM}];
+    __shared__ unsigned char SBs[{KS * nbs}][{BN}];
+    const int tx = threadIdx.x % {BN // TN}, ty = threadIdx.x / {BN // TN};
+    const int m0 = blockIdx.y * {BM}, n0 = blockIdx.x * {BN};
+    const int KB = K / {k} * {nb};
+    int bad = 0;
+    {TD} acc[{TM}][{TN}];
+    #pragma unroll
+    for (int r = 0; r < {TM}; r++) {{
+        #pragma unroll
+        for (int c = 0; c < {TN}; c++) {{
+            int i = m0 + ty + r * {BM // TM}, j = n0 + tx + c * {BN // TN};
+            acc[r][c] = (i < M && j < N) ? ({TD})C[(long long)i * N + j] : ({TD})0;
+        }}
+    }}
+    for (int kk0 = s0 * {k}; kk0 < s1 * {k}; kk0 += {KT}) {{
+        for (int e = threadIdx.x; e < {BM * KT}; e += {NT}) {{
+            int r = e / {KT}, t = e % {KT};
+            int i = m0 + r, kk = kk0 + t;
+            As[t][r] = (i < M && kk < s1 * {k}) ? A[(long long)i * K + kk] : ({TA})0;
+        }}
+        for (int e = threadIdx.x; e < {BN * KT}; e += {NT}) {{
+            int t = e / {BN}, c = e % {BN};
+            int j = n0 + c, kk = kk0 + t;
+            Bs[t][c] = (j < N && kk < s1 * {k}) ? B[(long long)kk * N + j] : ({TB})0;
+        }}
+        if ({nb} > 0) {{
+            int q0 = kk0 / {k} * {nb};
+            for (int e = threadIdx.x; e < {BM * KS * nbs}; e += {NT}) {{
+                int r = e / {KS * nbs}, q = e % {KS * nbs};
+                int i = m0 + r;
+                SAs[q][r] = (i < M && q0 + q < KB) ? SA[(long long)i * KB + q0 + q] : 0;
+            }}
+            for (int e = threadIdx.x; e < {BN * KS * nbs}; e += {NT}) {{
+                int q = e / {BN}, c = e % {BN};
+                int j = n0 + c;
+                SBs[q][c] = (j < N && q0 + q < KB) ? SB[(long long)(q0 + q) * N + j] : 0;
+            }}
+        }}
+        __syncthreads();
+        #pragma unroll 1
+        for (int ks = 0; ks < {KS}; ks++) {{
+            if (kk0 + ks * {k} >= s1 * {k}) break;
+            {TA} a[{TM}][{k}];
+            {TB} b[{TN}][{k}];
+            unsigned char sa[{TM}][{nbs}], sb[{TN}][{nbs}];
+            #pragma unroll
+            for (int r = 0; r < {TM}; r++) {{
+                #pragma unroll
+                for (int t = 0; t < {k}; t++) a[r][t] = As[ks * {k} + t][ty + r * {BM // TM}];
+                #pragma unroll
+                for (int q = 0; q < {nb}; q++) sa[r][q] = SAs[ks * {nbs} + q][ty + r * {BM // TM}];
+            }}
+            #pragma unroll
+            for (int c = 0; c < {TN}; c++) {{
+                #pragma unroll
+                for (int t = 0; t < {k}; t++) b[c][t] = Bs[ks * {k} + t][tx + c * {BN // TN}];
+                #pragma unroll
+                for (int q = 0; q < {nb}; q++) sb[c][q] = SBs[ks * {nbs} + q][tx + c * {BN // TN}];
+            }}
+            #pragma unroll
+            for (int r = 0; r < {TM}; r++) {{
+                #pragma unroll
+                for (int c = 0; c < {TN}; c++) {{
+                    acc[r][c] = {call(lambda q: f"a[r][{q}]", lambda q: f"b[c][{q}]", f"({TC})acc[r][c]", lambda q: f"sa[r][{q}]", lambda q: f"sb[c][{q}]")};
+                }}
+            }}
+        }}
+        __syncthreads();
+    }}
+    #pragma unroll
+    for (int r = 0; r < {TM}; r++) {{
+        #pragma unroll
+        for (int c = 0; c < {TN}; c++) {{
+            int i = m0 + ty + r * {BM // TM}, j = n0 + tx + c * {BN // TN};
+            if (i < M && j < N) D[(long long)i * N + j] = acc[r][c];
+        }}
+    }}
+    if (bad) atomicOr(flag, 1);
+}}
+"""
+    return sim + lanes + gemm
+
+
+def _ew_kernel(storages: Sequence[int], out: int) -> str:
+    ins = ", ".join(f"const {_UT[s]}* __restrict__ x{i}" for i, s in enumerate(storages))
+    args = ", ".join(f"x{i}[l]" for i in range(len(storages)))
+    return f"""
+extern "C" __global__ void ew(long long n, {ins}, {_UT[out]}* __restrict__ y, int* flag) {{
+    int bad = 0;
+    for (long long l = blockIdx.x * (long long)blockDim.x + threadIdx.x; l < n;
+         l += (long long)gridDim.x * blockDim.x)
+        y[l] = step({args}, bad);
+    if (bad) atomicOr(flag, 1);
+}}
+"""
+
+
+def trace_source(fn: Callable, in_storage: Sequence[int], out_storage: Sequence[int]) -> str:
+    """The `step` device function of fn(K, *inputs), traced once."""
+    from .bits import BV
+    from .compile import TraceBackend
+    K = TraceBackend()
+    ins = [K.input(s) for s in in_storage]
+    outs = fn(K, *ins)
+    if isinstance(outs, BV):
+        outs = [outs]
+    src = device_source(K, outs, out_storage, "step")
+    head = _HEAD + (_HEAD128 if "W128" in src else "")
+    return head + src
+
+
+# --------------------------------------------------------------------------------------------
+# Compilation (CuPy: NVRTC, nvcc as the fallback)
+
+
+_LOCK = threading.Lock()
+_MODS: dict[str, Any] = {}
+
+
+def _options(src: str) -> tuple[str, ...]:
+    opts = ("-std=c++17",)
+    if "__int128" in src:
+        opts += ("--device-int128",)
+    return opts
+
+
+def build(src: str) -> Any:
+    """A cupy.RawModule of the source (in-process cache by source hash; CuPy's disk cache)."""
+    h = hashlib.sha256(src.encode()).hexdigest()[:24]
+    with _LOCK:
+        mod = _MODS.get(h)
+        if mod is not None:
+            return mod
+        import cupy
+        errs = []
+        for backend in ("nvrtc", "nvcc"):
+            try:
+                opts = _options(src) if backend == "nvrtc" else ("-std=c++17",)
+                mod = cupy.RawModule(code=src, options=opts, backend=backend)
+                mod.get_function("ew" if "void ew(" in src else "sim")   # compile now
+                break
+            except Exception as e:  # CompileException, or no nvcc
+                errs.append(f"{backend}: {str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__}")
+                mod = None
+        if mod is None:
+            raise Unavailable("CUDA compilation failed (" + "; ".join(errs) + ")")
+        _MODS[h] = mod
+        return mod
+
+
+def _src_cache(disk_key: str | None, make: Callable[[], str]) -> str:
+    """make(), or the source an earlier process stored under disk_key (no tracing)."""
+    if disk_key is None:
+        return make()
+    here = Path(__file__).resolve().parent
+    key = hashlib.sha256(disk_key.encode() + _cache.files_key(
+        [here / "cuda.py", here / "compile.py", here / "bits.py"]).encode()).hexdigest()[:32]
+    try:
+        p = _cache.cache_dir() / f"cu_{key}.cu"
+        return p.read_text()
+    except OSError:
+        pass
+    src = make()
+    try:
+        tmp = p.with_name(f".{p.name}.{os.getpid()}")
+        tmp.write_text(src)
+        os.replace(tmp, p)
+    except (OSError, UnboundLocalError):
+        pass
+    return src
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+def _mem_budget(cp) -> int:
+    free, _ = cp.cuda.Device().mem_info
+    b = int(free * 0.7)
+    env = os.environ.get("MMAFORMAL_GPU_MEM")
+    if env:
+        b = min(b, int(float(env)))
+    return max(b, 1 << 16)
+
+
+def _flag_check(flag, what: str) -> None:
+    if int(flag.get()[0]):
+        raise OverflowError(f"{what}: the GPU kernel overflowed a plain operation "
+                            "(an error in the theory; run the CPU path for the operation)")
+
+
+#: GEMM tiling: BM x BN outputs per block, TM x TN per thread, KS instruction steps per stage.
+#: Source: bench/bench_gpu.py (H100 campaign, README).
+GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "64,64,4,4,2").split(","))
+
+
+class DotModule:
+    """One instruction step (a traced `Theory.dot`) compiled for the GPU, with its runners."""
+
+    def __init__(self, src: str, k: int, nb: int, m: int, n: int, st, name: str, tile=None):
+        self.k, self.nb, self.m, self.n, self.st, self.name = k, nb, m, n, tuple(st), name
+        self.tile = tuple(tile or GEMM_TILE)
+        self.source = src + _step_kernels(k, nb, m, n, self.st, self.tile)
+        self.mod = build(self.source)
+
+    # -- helpers ----------------------------------------------------------------------------
+    @staticmethod
+    def _cp():
+        import cupy
+        return cupy
+
+    def _launch(self, fn, n: int, args) -> None:
+        cp = self._cp()
+        threads = 256
+        blocks = int(min(max(1, -(-n // threads)), 65535 * 8))
+        fn((blocks,), (threads,), args)
+
+    def _dummy(self):
+        cp = self._cp()
+        return cp.zeros(1, dtype=cp.uint8)
+
+    # -- simulate: independent tiles ------------------------------------------------------------
+    def sim_device(self, A3, B3, C2, SA3=None, SB3=None, out=None):
+        """A3 (T, m, k), B3 (T, n, k) (B transposed), C2 (T, m*n) [, SA3 (T, m, nb), SB3
+        (T, n, nb)] as contiguous CuPy arrays -> D (T, m*n) on the device."""
+        cp = self._cp()
+        T = A3.shape[0]
+        D = out if out is not None else cp.empty((T, self.m * self.n), dtype=_NPT[self.st[3]])
+        flag = cp.zeros(1, dtype=cp.int32)
+        d = self._dummy()
+        self._launch(self.mod.get_function("sim"), T * self.m * self.n,
+                     (np.int64(T), A3, B3, C2, SA3 if SA3 is not None else d,
+                      SB3 if SB3 is not None else d, D, flag))
+        _flag_check(flag, self.name)
+        return D
+
+    def sim_host(self, A3, B3, C2, SA3=None, SB3=None) -> np.ndarray:
+        """The same on host arrays, in chunks of tiles that fit the GPU's memory."""
+        cp = self._cp()
+        T = A3.shape[0]
+        out = np.empty((T, self.m * self.n), dtype=_NPT[self.st[3]])
+        per = A3[0].nbytes + B3[0].nbytes + C2[0].nbytes + out[0].nbytes
+        if SA3 is not None:
+            per += SA3[0].nbytes + SB3[0].nbytes
+        step = max(1, _mem_budget(cp) // max(per, 1))
+        for t0 in range(0, T, step):
+            t1 = min(T, t0 + step)
+            g = [cp.asarray(np.ascontiguousarray(x[t0:t1])) if x is not None else None
+                 for x in (A3, B3, C2, SA3, SB3)]
+            out[t0:t1] = self.sim_device(*g).get()
+        return out
+
+    # -- lanes (dot_lanes) -----------------------------------------------------------------------
+    def lanes_host(self, a, b, c, sa=None, sb=None) -> np.ndarray:
+        cp = self._cp()
+        n, K = a.shape
+        out = np.empty(n, dtype=_NPT[self.st[3]])
+        per = a[:1].nbytes + b[:1].nbytes + c[:1].nbytes + out[:1].nbytes
+        if sa is not None:
+            per += sa[:1].nbytes + sb[:1].nbytes
+        step = max(1, _mem_budget(cp) // max(per, 1))
+        fn = self.mod.get_function("lanes")
+        for l0 in range(0, n, step):
+            l1 = min(n, l0 + step)
+            g = [cp.asarray(np.ascontiguousarray(x[l0:l1])) if x is not None else self._dummy()
+                 for x in (a, b, c, sa, sb)]
+            D = cp.empty(l1 - l0, dtype=_NPT[self.st[3]])
+            flag = cp.zeros(1, dtype=cp.int32)
+            self._launch(fn, l1 - l0, (np.int64(l1 - l0), np.int32(K), *g, D, flag))
+            _flag_check(flag, self.name)
+            out[l0:l1] = D.get()
+        return out
+
+    # -- GEMM -------------------------------------------------------------------------------------
+    def gemm_device(self, A, B, C, SA, SB, s0: int, s1: int, out=None):
+        """Steps s0..s1-1 of D = A*B + C on device arrays A (M, K), B (K, N), C (M, N) of the
+        C format (the accumulator starts as C), SA (M, K/sb), SB (K/sb, N); D (M, N)."""
+        cp = self._cp()
+        M, K = A.shape
+        N = B.shape[1]
+        BM, BN, TM, TN, KS = self.tile
+        D = out if out is not None else cp.empty((M, N), dtype=_NPT[self.st[3]])
+        flag = cp.zeros(1, dtype=cp.int32)
+        d = self._dummy()
+        fn = self.mod.get_function("gemm")
+        grid = (-(-N // BN), -(-M // BM))
+        fn(grid, ((BM // TM) * (BN // TN),),
+           (np.int32(M), np.int32(N), np.int32(K), np.int32(s0), np.int32(s1), A, B, C,
+            SA if SA is not None else d, SB if SB is not None else d, D, flag))
+        _flag_check(flag, self.name)
+        return D
+
+
+class EwModule:
+    """An elementwise traced function (e.g. the split-K reduction's IEEE addition)."""
+
+    def __init__(self, src: str, in_storage, out_storage: int):
+        self.in_storage, self.out_storage = list(in_storage), out_storage
+        self.mod = build(src + _ew_kernel(in_storage, out_storage))
+
+    def __call__(self, *xs):
+        import cupy as cp
+        n = xs[0].size
+        y = cp.empty(xs[0].shape, dtype=_NPT[self.out_storage])
+        flag = cp.zeros(1, dtype=cp.int32)
+        threads = 256
+        blocks = int(min(max(1, -(-n // threads)), 65535 * 8))
+        self.mod.get_function("ew")((blocks,), (threads,), (np.int64(n), *[cp.ascontiguousarray(x) for x in xs], y, flag))
+        _flag_check(flag, "elementwise kernel")
+        return y
+
+
+_DOTS: dict[Any, DotModule] = {}
+_EWS: dict[Any, EwModule] = {}
+_DLOCK = threading.Lock()
+
+
+def step_source(th, ins) -> str:
+    """The CUDA `step` device function of one step of `ins` under theory `th`: the trace of
+    `Theory.dot` (inputs a_0..a_{k-1}, b_0.., c, scale_a_0.., scale_b_0..; output d)."""
+    from . import fp
+    st = [fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d)]
+    k = ins.k
+    nb = ins.k // ins.scale_block if ins.scale else 0
+
+    def fn(K, *x):
+        sa = list(x[2 * k + 1:2 * k + 1 + nb]) if nb else None
+        sb = list(x[2 * k + 1 + nb:]) if nb else None
+        return th.dot(K, list(x[:k]), list(x[k:2 * k]), x[2 * k], sa, sb)
+
+    return _src_cache(_disk_key(th, ins),
+                      lambda: trace_source(fn, [st[0]] * k + [st[1]] * k + [st[2]] + [8] * (2 * nb), [st[3]]))
+
+
+def _geometry(ins):
+    from . import fp
+    st = tuple(fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d))
+    nb = ins.k // ins.scale_block if ins.scale else 0
+    return ins.k, nb, ins.m, ins.n, st
+
+
+def module_source(th, ins, tile=None) -> str:
+    """The whole CUDA source of the step's module (step function + sim/lanes/gemm kernels)."""
+    return step_source(th, ins) + _step_kernels(*_geometry(ins), tuple(tile or GEMM_TILE))
+
+
+def dot_module(th, ins, tile=None) -> DotModule:
+    """The GPU module of one step of instruction `ins` under theory `th` (cached)."""
+    key = (th.hash(), ins.name, tuple(tile or GEMM_TILE))
+    with _DLOCK:
+        mod = _DOTS.get(key)
+        if mod is None:
+            mod = _DOTS[key] = DotModule(step_source(th, ins), *_geometry(ins), ins.name, tile)
+        return mod
+
+
+def _disk_key(th, ins) -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = [os.path.join(here, f) for f in ("bits.py", "fp.py", "mma.py", "theory.py")]
+    return f"cuda.step|{th.hash()}|{ins.name}|{_cache.files_key(code)}"
+
+
+def ew_module(tag: str, fn: Callable, in_storage: Sequence[int], out_storage: int) -> EwModule:
+    key = (tag, tuple(in_storage), out_storage)
+    with _DLOCK:
+        mod = _EWS.get(key)
+        if mod is None:
+            mod = _EWS[key] = EwModule(trace_source(fn, in_storage, [out_storage]), in_storage, out_storage)
+        return mod
+
+
+# --------------------------------------------------------------------------------------------
+# Front-end entries (simulate, emulate): host arrays in, host arrays out, or device arrays
+
+
+def add_module(fmt_name: str) -> EwModule:
+    """Elementwise IEEE 754 RNE addition in a format (the split-K reduction), traced."""
+    from . import fp
+    w = fp.fmt(fmt_name).storage
+    return ew_module(f"add.{fmt_name}", lambda K, u, v: fp.add(fmt_name, u, v, "RNE"), [w, w], w)
+
+
+def gemm(th, ins, A, B, C, SA, SB, parts: Sequence[tuple[int, int]], *, device_arrays=False):
+    """D = A*B + C walked as emulate.matmul does (parts: the split-K step ranges; one part:
+    no reduction). Host arrays are processed in row/column chunks that fit the GPU's memory;
+    with device_arrays (CuPy in, CuPy out) the whole product runs in place."""
+    import cupy as cp
+    mod = dot_module(th, ins)
+    add = add_module(ins.d) if len(parts) > 1 else None
+    dd = _NPT[mod.st[3]]
+
+    def run(Ad, Bd, Cd, SAd, SBd):
+        if add is None:
+            s0, s1 = parts[0]
+            return mod.gemm_device(Ad, Bd, Cd, SAd, SBd, s0, s1)
+        zero = cp.zeros(Cd.shape, dtype=Cd.dtype)
+        acc = Cd
+        for s0, s1 in parts:
+            P = mod.gemm_device(Ad, Bd, zero, SAd, SBd, s0, s1)
+            acc = add(acc, P)
+            del P
+        return acc
+
+    if device_arrays:
+        return run(A, B, C, SA, SB)
+    M, K = A.shape
+    N = B.shape[1]
+    out = np.empty((M, N), dtype=dd)
+    budget = _mem_budget(cp)
+    ia, ib, ic, idd = A.itemsize, B.itemsize, C.itemsize, np.dtype(dd).itemsize
+    nsb = SA.shape[1] if SA is not None else 0
+    extra = 2 if len(parts) > 1 else 0           # the zero C and one partial per chunk
+    colb = K * ib + nsb                          # bytes per column of B (+ its scales)
+    nc = N if N * colb <= budget // 2 else max(64, (budget // 2) // colb)
+    rowb = K * ia + nsb + nc * (ic + idd + extra * idd)
+    mr = max(64, (budget - nc * colb) // max(rowb, 1))
+    for j0 in range(0, N, nc):
+        j1 = min(N, j0 + nc)
+        Bd = cp.asarray(np.ascontiguousarray(B[:, j0:j1]))
+        SBd = cp.asarray(np.ascontiguousarray(SB[:, j0:j1])) if SB is not None else None
+        for i0 in range(0, M, mr):
+            i1 = min(M, i0 + mr)
+            Ad = cp.asarray(np.ascontiguousarray(A[i0:i1]))
+            Cd = cp.asarray(np.ascontiguousarray(C[i0:i1, j0:j1]))
+            SAd = cp.asarray(np.ascontiguousarray(SA[i0:i1])) if SA is not None else None
+            out[i0:i1, j0:j1] = run(Ad, Bd, Cd, SAd, SBd).get()
+            del Ad, Cd, SAd
+    return out
+
+
+def chunks_of(M: int, N: int, K: int, itemsizes: Sequence[int], budget: int) -> int:
+    """(for tests and the README) how many row chunks a host GEMM takes at a memory budget."""
+    ia, ib, ic, idd = itemsizes
+    nc = N if N * K * ib <= budget // 2 else max(64, (budget // 2) // (K * ib))
+    mr = max(64, (budget - nc * K * ib) // max(K * ia + nc * (ic + idd), 1))
+    return -(-M // mr) * -(-N // nc)
+
+
+def simulate_tiles(th, ins, Ab, Bt, Cb, SAb=None, SBt=None) -> np.ndarray:
+    """simulate's tiles (broadcast views: A (..., m, k), B transposed (..., n, k), C (..., m, n),
+    scales (..., m, nb), (..., n, nb)) on the GPU: D (T, m*n) raw bits, T tiles in order."""
+    mod = dot_module(th, ins)
+    M, N, K = ins.m, ins.n, ins.k
+    A3 = Ab.reshape(-1, M, K)
+    B3 = Bt.reshape(-1, N, K)
+    C2 = Cb.reshape(-1, M * N)
+    SA3 = SAb.reshape(-1, M, SAb.shape[-1]) if SAb is not None else None
+    SB3 = SBt.reshape(-1, N, SBt.shape[-1]) if SBt is not None else None
+    return mod.sim_host(A3, B3, C2, SA3, SB3)
+
+
+def supported(th, ins) -> tuple[bool, str]:
+    """Whether the step of `ins` under `th` has a CUDA form (every value fits 126 bits)."""
+    from .compile import Unsupported
+    try:
+        step_source(th, ins)
+    except Unsupported as e:
+        return False, str(e)
+    return True, ""
