@@ -210,11 +210,12 @@ typedef unsigned __int128 U128;
 
 
 def _step_kernels(k: int, nb: int, m: int, n: int, st: tuple[int, int, int, int],
-                  tile: tuple[int, int, int, int, int]) -> str:
+                  tile: tuple[int, int, int, int, int] | None) -> str:
     """__global__ wrappers of the step function `step(a_0..a_{k-1}, b_0.., c, sa_0.., sb_0..)`:
-    sim (independent m x n tiles), gemm (K-steps chained), lanes (K-long lanes)."""
+    tile None: sim (independent m x n tiles) and lanes (K-long lanes); else gemm (K-steps
+    chained, BM x BN outputs per block, TM x TN per thread, KS steps per shared-memory stage)."""
     TA, TB, TC, TD = (_UT[s] for s in st)
-    BM, BN, TM, TN, KS = tile
+    BM, BN, TM, TN, KS = tile or (1, 1, 1, 1, 1)
     NT = (BM // TM) * (BN // TN)
     nbs = max(nb, 1)
 
@@ -352,7 +353,7 @@ extern "C" __global__ void __launch_bounds__({NT}) gemm(int M, int N, int K, int
     if (bad) atomicOr(flag, 1);
 }}
 """
-    return sim + lanes + gemm
+    return sim + lanes if tile is None else gemm
 
 
 def _ew_kernel(storages: Sequence[int], out: int) -> str:
@@ -411,7 +412,8 @@ def build(src: str) -> Any:
             try:
                 opts = _options(src) if backend == "nvrtc" else ("-std=c++17",)
                 mod = cupy.RawModule(code=src, options=opts, backend=backend)
-                mod.get_function("ew" if "void ew(" in src else "sim")   # compile now
+                first = re.search(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(', src)
+                mod.get_function(first.group(1))                # compile now
                 break
             except Exception as e:  # CompileException, or no nvcc
                 errs.append(f"{backend}: {str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__}")
@@ -465,17 +467,33 @@ def _flag_check(flag, what: str) -> None:
 
 #: GEMM tiling: BM x BN outputs per block, TM x TN per thread, KS instruction steps per stage.
 #: Source: bench/bench_gpu.py (H100 campaign, README).
-GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "64,64,4,4,2").split(","))
+GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "32,64,2,4,1").split(","))
 
 
 class DotModule:
-    """One instruction step (a traced `Theory.dot`) compiled for the GPU, with its runners."""
+    """One instruction step (a traced `Theory.dot`) compiled for the GPU, with its runners.
+    Two modules, each built on first use: sim + lanes, and the GEMM kernel of one tiling."""
 
     def __init__(self, src: str, k: int, nb: int, m: int, n: int, st, name: str, tile=None):
         self.k, self.nb, self.m, self.n, self.st, self.name = k, nb, m, n, tuple(st), name
         self.tile = tuple(tile or GEMM_TILE)
-        self.source = src + _step_kernels(k, nb, m, n, self.st, self.tile)
-        self.mod = build(self.source)
+        BM, BN, TM, TN, KS = self.tile
+        if BM % TM or BN % TN or min(self.tile) < 1 or (BM // TM) * (BN // TN) > 1024:
+            raise ValueError(f"GEMM tile {self.tile}: BM, BN must be multiples of TM, TN and "
+                             f"(BM/TM)*(BN/TN) <= 1024 threads")
+        self.step = src
+        self._mods: dict[str, Any] = {}
+
+    def source(self, which: str) -> str:
+        """'sim' (sim + lanes kernels) or 'gemm': the CUDA source of that module."""
+        geo = (self.k, self.nb, self.m, self.n, self.st)
+        return self.step + _step_kernels(*geo, None if which == "sim" else self.tile)
+
+    def mod(self, which: str):
+        m = self._mods.get(which)
+        if m is None:
+            m = self._mods[which] = build(self.source(which))
+        return m
 
     # -- helpers ----------------------------------------------------------------------------
     @staticmethod
@@ -502,7 +520,7 @@ class DotModule:
         D = out if out is not None else cp.empty((T, self.m * self.n), dtype=_NPT[self.st[3]])
         flag = cp.zeros(1, dtype=cp.int32)
         d = self._dummy()
-        self._launch(self.mod.get_function("sim"), T * self.m * self.n,
+        self._launch(self.mod("sim").get_function("sim"), T * self.m * self.n,
                      (np.int64(T), A3, B3, C2, SA3 if SA3 is not None else d,
                       SB3 if SB3 is not None else d, D, flag))
         _flag_check(flag, self.name)
@@ -533,7 +551,7 @@ class DotModule:
         if sa is not None:
             per += sa[:1].nbytes + sb[:1].nbytes
         step = max(1, _mem_budget(cp) // max(per, 1))
-        fn = self.mod.get_function("lanes")
+        fn = self.mod("sim").get_function("lanes")
         for l0 in range(0, n, step):
             l1 = min(n, l0 + step)
             g = [cp.asarray(np.ascontiguousarray(x[l0:l1])) if x is not None else self._dummy()
@@ -556,7 +574,7 @@ class DotModule:
         D = out if out is not None else cp.empty((M, N), dtype=_NPT[self.st[3]])
         flag = cp.zeros(1, dtype=cp.int32)
         d = self._dummy()
-        fn = self.mod.get_function("gemm")
+        fn = self.mod("gemm").get_function("gemm")
         grid = (-(-N // BN), -(-M // BM))
         fn(grid, ((BM // TM) * (BN // TN),),
            (np.int32(M), np.int32(N), np.int32(K), np.int32(s0), np.int32(s1), A, B, C,
@@ -613,9 +631,10 @@ def _geometry(ins):
     return ins.k, nb, ins.m, ins.n, st
 
 
-def module_source(th, ins, tile=None) -> str:
-    """The whole CUDA source of the step's module (step function + sim/lanes/gemm kernels)."""
-    return step_source(th, ins) + _step_kernels(*_geometry(ins), tuple(tile or GEMM_TILE))
+def module_source(th, ins, tile=None, which: str = "gemm") -> str:
+    """The CUDA source of one of the step's modules ('sim': sim + lanes; 'gemm': the GEMM
+    kernel of a tiling, default GEMM_TILE)."""
+    return step_source(th, ins) + _step_kernels(*_geometry(ins), None if which == "sim" else tuple(tile or GEMM_TILE))
 
 
 def dot_module(th, ins, tile=None) -> DotModule:

@@ -217,3 +217,34 @@ def test_emulating_refuses_grad():
         w(torch.zeros(2, 16, dtype=torch.float16))
     with torch.inference_mode(), mt.emulating(I16):
         assert w(torch.zeros(2, 16, dtype=torch.float16)).shape == (2, 8)
+
+
+# ------------------------------------------------------------------------------------------
+# CUDA tensors (skipped without a GPU): computed on the GPU, the same bits as on the CPU
+
+
+def _cuda_ok():
+    if not torch.cuda.is_available():
+        return False
+    from mmaformal import cuda
+    return cuda.available()[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_ok(), reason="no CUDA device with CuPy")
+def test_cuda_tensors_match_cpu():
+    a = _rand_f16((70, 40), 30)
+    b = _rand_f16((40, 33), 31)
+    c = torch.from_numpy(np.random.default_rng(32).integers(0, 1 << 32, (70, 33), dtype=np.uint64)
+                         .astype(np.uint32).view(np.int32)).view(torch.float32)
+    for kw in ({}, {"split_k": 2}):
+        d_cpu = mt.matmul(a[:, :32], b[:32], c, instr=I16, **kw)
+        d_gpu = mt.matmul(a[:, :32].cuda(), b[:32].cuda(), c.cuda(), instr=I16, **kw)
+        assert d_gpu.is_cuda and d_gpu.dtype == torch.float32
+        assert torch.equal(d_gpu.cpu().view(torch.int32), d_cpu.view(torch.int32))
+    x = _rand_f16((2, 5, 40), 33, "normal")
+    w = _rand_f16((24, 40), 34, "normal")
+    with torch.no_grad(), mt.emulating(I16):
+        y_cpu = F.linear(x, w)
+        y_gpu = F.linear(x.cuda(), w.cuda())
+    assert y_gpu.is_cuda and torch.equal(y_gpu.cpu().view(torch.int16), y_cpu.view(torch.int16))
