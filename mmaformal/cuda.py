@@ -742,11 +742,19 @@ def simulate_tiles(th, ins, Ab, Bt, Cb, SAb=None, SBt=None) -> np.ndarray:
     return mod.sim_host(A3, B3, C2, SA3, SB3)
 
 
+_SUPPORTED: dict[Any, tuple[bool, str]] = {}
+
+
 def supported(th, ins) -> tuple[bool, str]:
     """Whether the step of `ins` under `th` has a CUDA form (every value fits 126 bits)."""
     from .compile import Unsupported
-    try:
-        step_source(th, ins)
-    except Unsupported as e:
-        return False, str(e)
-    return True, ""
+    key = (th.hash(), ins.name)
+    r = _SUPPORTED.get(key)
+    if r is None:
+        try:
+            step_source(th, ins)
+            r = (True, "")
+        except Unsupported as e:
+            r = (False, str(e))
+        _SUPPORTED[key] = r
+    return r
