@@ -34,7 +34,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _cache
-from .bits import _range
 
 __all__ = ["available", "resolve_device", "device_source", "DotModule", "dot_module",
            "DEVICES", "Unavailable"]
@@ -62,13 +61,12 @@ def available() -> tuple[bool, str]:
     if _AVAIL:
         return _AVAIL[0]
     try:
-        import cupy  # noqa: F401
+        import cupy
     except Exception as e:  # ImportError, or a CuPy without its CUDA libraries
         r = (False, f"CuPy is not usable ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''})")
         _AVAIL.append(r)
         return r
     try:
-        import cupy
         n = cupy.cuda.runtime.getDeviceCount()
         if n < 1:
             r = (False, "no CUDA device")
@@ -504,7 +502,6 @@ class DotModule:
         return cupy
 
     def _launch(self, fn, n: int, args) -> None:
-        cp = self._cp()
         threads = 256
         blocks = int(min(max(1, -(-n // threads)), 65535 * 8))
         fn((blocks,), (threads,), args)

@@ -1,7 +1,8 @@
 """Layer 5 front end, simulate: run any catalog instruction bit-exactly on the CPU.
 
 May import: numpy, mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits (never z3:
-this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays).
+this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays;
+mmaformal.cuda lazily, for ``device="cuda"`` / ``"auto"``: the same trace on an NVIDIA GPU).
 
 ``simulate(instr, a, b, c, scale_a=None, scale_b=None, theory=None)`` computes D = A*B + C with
 the instruction's primary theory (or a named one) on the numpy back-end: every element of every

@@ -16,7 +16,6 @@ import ctypes
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
