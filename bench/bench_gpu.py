@@ -149,25 +149,30 @@ def bench_gemm(size, tiles_list, check_rows, rng):
     out = {"instruction": ins.name, "theory": th.id, "shape": [M, N, K], "step_dots": dots, "tiles": []}
     Ad, Bd, Cd = cp.asarray(Ab), cp.asarray(Bb), cp.asarray(Cb)
     best = None
-    for tile in tiles_list:
+    for tile, split in tiles_list:
         nsteps = K // ins.k
         t0 = time.perf_counter()
         try:
-            mod = cuda.dot_module(th, ins, tile)
+            mod = cuda.dot_module(th, ins, tile, split)
             mod.mod("gemm")                                  # NVRTC compile
         except Exception as e:  # noqa: BLE001 (a tile that does not build: say so, go on)
-            out["tiles"].append({"tile": tile, "error": str(e)[:200]})
+            out["tiles"].append({"tile": tile, "split": split, "error": str(e)[:200]})
             continue
         t_build = time.perf_counter() - t0
         t = _events_time(lambda: mod.gemm_device(Ad, Bd, Cd, None, None, 0, nsteps), reps=2)
-        out["tiles"].append({"tile": tile, "build_seconds": round(t_build, 2), "kernel_seconds": t,
+        kind = "split" if "decA" in mod.source("gemm") else "whole"
+        out["tiles"].append({"tile": tile, "split": split, "kernel": kind,
+                             "build_seconds": round(t_build, 2), "kernel_seconds": t,
                              "step_dots_per_s": dots / t})
         if best is None or t < best[1]:
-            best = (tile, t)
-        print(f"  tile {tile}: {t:.3f} s ({dots / t:.3e} step dots/s)", flush=True)
+            best = ((tile, split), t)
+        print(f"  tile {tile} {kind}: {t:.3f} s ({dots / t:.3e} step dots/s)", flush=True)
     del Ad, Bd, Cd
-    out["best_tile"], out["kernel_seconds"] = best
-    cuda.GEMM_TILE = tuple(best[0])
+    (btile, bsplit), out["kernel_seconds"] = best
+    out["best_tile"], out["best_split"] = btile, bsplit
+    cuda.GEMM_TILE = tuple(btile)
+    if not bsplit:
+        cuda.SPLIT_SMEM = 0
     t0 = time.perf_counter()
     D = emulate.matmul(Ab, Bb, Cb, ins, device="cuda")
     out["end_to_end_seconds"] = time.perf_counter() - t0
@@ -214,7 +219,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gemm", type=int, default=8192)
     p.add_argument("--cpu-gemm", type=int, default=1024)
-    p.add_argument("--tiles", nargs="*", default=["64,64,4,4,1"])
+    p.add_argument("--tiles", nargs="*", default=["16,64,1,4,1", "16,64,1,4,1:whole"],
+                   help="GEMM tilings BM,BN,TM,TN,KS to time; ':whole' keeps the whole step per "
+                        "output (no per-block decode)")
     p.add_argument("--sim-dots", type=float, default=2e8)
     p.add_argument("--cpu-dots", type=float, default=8e6)
     p.add_argument("--check-rows", type=int, default=4)
@@ -230,8 +237,9 @@ def main(argv=None) -> int:
     if a.profile:
         import cupy as cp
         ins = isa.lookup(GEMM)
+        t = a.tiles[0]
         mod = cuda.dot_module(T.default().resolve(ins, None), ins,
-                              tuple(int(x) for x in a.tiles[0].split(",")))
+                              tuple(int(x) for x in t.split(":")[0].split(",")), not t.endswith(":whole"))
         rng = np.random.default_rng(0)
         n = a.gemm
         A = cp.asarray(rng.standard_normal((n, n), dtype=np.float32).astype(np.float16).view(np.uint16))
@@ -263,10 +271,11 @@ def main(argv=None) -> int:
                   f"{r['cpu_dots_per_s']:>11.3e} {r['ratio_gpu_cpu']:>8.0f}  {r['identical']}", flush=True)
     if "gemm" not in a.skip:
         print(f"\nemulate.matmul {a.gemm}^3 {GEMM}")
-        g = bench_gemm(a.gemm, [tuple(int(x) for x in t.split(",")) for t in a.tiles], a.check_rows, rng)
+        tl = [(tuple(int(x) for x in t.split(":")[0].split(",")), not t.endswith(":whole")) for t in a.tiles]
+        g = bench_gemm(a.gemm, tl, a.check_rows, rng)
         res["gemm"] = g
         ok_all &= g["check"]["identical"]
-        print(f"  kernel {g['kernel_seconds']:.3f} s (tile {g['best_tile']}), end to end "
+        print(f"  kernel {g['kernel_seconds']:.3f} s (tile {g['best_tile']}, split {g['best_split']}), end to end "
               f"{g['end_to_end_seconds']:.3f} s; torch.matmul f16 {g['torch_seconds'] * 1e3:.3f} ms; "
               f"kernel / torch = {g['ratio_kernel_to_torch']:.0f}x; "
               f"{g['step_dots'] / g['kernel_seconds']:.3e} step dots/s")

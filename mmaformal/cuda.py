@@ -108,6 +108,7 @@ _DECL = re.compile(r"^(W64|W128) ([vab]\d+) = (.*);$")
 _LOAD = re.compile(r"^LOAD\((W64|W128), (v\d+), in(\d+), (\d+)\);$")
 _BAD = re.compile(r"^bad \|= (.*);$")
 _REF = re.compile(r"\b([va]\d+)\b")
+_ANY = re.compile(r"\b([vab]\d+)\b")
 _I64C = re.compile(r"\bINT64_C\((-?\d+)\)")
 _CLS = {32: "int", 64: "long long", 128: "W128"}
 
@@ -121,12 +122,10 @@ def _cls(iv: tuple[int, int]) -> int:
     return 128
 
 
-def device_source(tb, outputs: Sequence, out_storage: Sequence[int], fname: str) -> str:
-    """CUDA source of `__device__ fname(in0, .., bad)` returning output 0 as its storage type,
-    from a finished trace (`TraceBackend` after the definition ran on its inputs)."""
+def _statements(tb) -> list[tuple[str | None, str, set[str], int | None]]:
+    """The trace as CUDA statements: (defined name or None, statement, names it reads, the
+    input index it loads or None)."""
     from .compile import Unsupported
-    if len(outputs) != 1:
-        raise Unsupported("the CUDA path emits one output per traced function")
     cls: dict[str, int] = {}
 
     def cls_of(name: str) -> int:
@@ -138,34 +137,173 @@ def device_source(tb, outputs: Sequence, out_storage: Sequence[int], fname: str)
             c = cls[name] = _cls(iv)
         return c
 
-    body = []
+    out = []
     for line in tb.lines:
         m = _LOAD.match(line)
         if m:
             name, idx = m.group(2), int(m.group(3))
-            body.append(f"{_CLS[cls_of(name)]} {name} = ({_CLS[cls_of(name)]})in{idx};")
+            out.append((name, f"{_CLS[cls_of(name)]} {name} = ({_CLS[cls_of(name)]})in{idx};", set(), idx))
             continue
         m = _DECL.match(line)
         if m:
             name, expr = m.group(2), m.group(3)
+            refs = set(_ANY.findall(expr))
             if name.startswith("b"):                # truth values as predicates
-                body.append(f"bool {name} = {expr.replace('~', '!')};")
+                out.append((name, f"bool {name} = {expr.replace('~', '!')};", refs, None))
                 continue
             c = cls_of(name)
-            body.append(f"{_CLS[c]} {name} = {_expr(expr, name, c, tb, cls_of)};")
+            out.append((name, f"{_CLS[c]} {name} = {_expr(expr, name, c, tb, cls_of)};", refs, None))
             continue
         m = _BAD.match(line)
         if m:
             if "__builtin" in line:
                 raise Unsupported("a traced operation needs an overflow builtin (no CUDA form)")
-            body.append(line)
+            out.append((None, line, set(_ANY.findall(line)), None))
             continue
         raise Unsupported(f"unrecognised trace statement: {line[:80]}")
+    return [(n, st.replace("(uint64_t)", "(unsigned long long)"), r, i) for n, st, r, i in out]
+
+
+_DTYPE = re.compile(r"^(bool|int|long long|W128) [vab]\d+ = ")
+
+
+def _decl_type(stmt: str) -> str:
+    return _DTYPE.match(stmt).group(1)
+
+
+def device_source(tb, outputs: Sequence, out_storage: Sequence[int], fname: str) -> str:
+    """CUDA source of `__device__ fname(in0, .., bad)` returning output 0 as its storage type,
+    from a finished trace (`TraceBackend` after the definition ran on its inputs)."""
+    from .compile import Unsupported
+    if len(outputs) != 1:
+        raise Unsupported("the CUDA path emits one output per traced function")
+    body = [st for _, st, _, _ in _statements(tb)]
     ins = ", ".join(f"{_UT[s]} in{i}" for i, (s, _, _) in enumerate(tb.inputs))
     ot = _UT[out_storage[0]]
-    stmts = "\n    ".join(body).replace("(uint64_t)", "(unsigned long long)")
+    stmts = "\n    ".join(body)
     return (f"__device__ __forceinline__ {ot} {fname}({ins}, int& bad) {{\n    {stmts}\n"
             f"    return ({ot})({outputs[0].v});\n}}\n")
+
+
+def split_source(tb, outputs: Sequence, out_storage: Sequence[int], a_in: Sequence[int],
+                 b_in: Sequence[int], elems: int = 0):
+    """The trace split by what each statement depends on: `decA(a inputs, outs.., bad)` holds
+    the statements that read only the inputs a_in (one row's operands), `decB` those that read
+    only b_in, `rest(A values.., B values.., other inputs.., bad)` the others (it returns output
+    0). Returns (source, A interface [(type, name)], B interface): the values of decA / decB
+    that rest reads, which a GEMM computes once per tile element instead of once per output.
+    rest(decA(..), decB(..), ..) is the traced function, statement for statement.
+
+    elems = k > 0: where every statement of decA reads exactly one of the first k inputs and
+    the statements of each element are the same up to names (each operand decoded by the same
+    code), also `decA1(in0, o0.., bad)`, the decode of one element, so that the threads of a
+    block decode one element each. The 4th value is then {"A": (types of o0.., {interface
+    name: (element, position)}), "B": ...} (None for a side that is not per-element)."""
+    from .compile import Unsupported
+    if len(outputs) != 1:
+        raise Unsupported("the CUDA path emits one output per traced function")
+    stmts = _statements(tb)
+    A, B = set(a_in), set(b_in)
+    deps: dict[str, set[int]] = {}
+    group: dict[str, str] = {}
+    types: dict[str, str] = {}
+    items = []
+    for name, st, refs, idx in stmts:
+        d: set[int] = {idx} if idx is not None else set()
+        for r in refs:
+            d |= deps.get(r, set())
+        g = "K" if not d else "A" if d <= A else "B" if d <= B else "R"
+        if name is not None:
+            deps[name], group[name] = d, g
+            types[name] = _decl_type(st)
+        if name is None:
+            for r in refs:
+                d = d | deps.get(r, set())
+            g = "K" if not d else "A" if d <= A else "B" if d <= B else "R"
+        items.append((name, st, refs, idx, g, frozenset(d)))
+    need = {"A": [], "B": []}
+    seen = set()
+    for name, st, refs, idx, g, _ in items:
+        if g == "R":
+            for r in sorted(refs, key=lambda x: int(x[1:])):
+                if group.get(r) in ("A", "B") and r not in seen:
+                    seen.add(r)
+                    need[group[r]].append(r)
+    ov = outputs[0].v
+    if group.get(ov) in ("A", "B") and ov not in seen:
+        need[group[ov]].append(ov)
+    iface = {g: [(types[n], n) for n in need[g]] for g in "AB"}
+
+    def fn(name, g, params, tail):
+        body = [st for n, st, refs, idx, gg, _ in items if gg in (g, "K")]
+        return (f"__device__ __forceinline__ void {name}({params}int& bad) {{\n    "
+                + "\n    ".join(body + tail) + "\n}\n")
+    inp = tb.inputs
+    srcs = []
+    for g, ins_idx in (("A", sorted(A)), ("B", sorted(B))):
+        params = "".join(f"{_UT[inp[i][0]]} in{i}, " for i in ins_idx)
+        params += "".join(f"{t}& o_{n}, " for t, n in iface[g])
+        srcs.append(fn(f"dec{g}", g, params, [f"o_{n} = {n};" for _, n in iface[g]]))
+    ot = _UT[out_storage[0]]
+    others = [i for i in range(len(inp)) if i not in A and i not in B]
+    params = "".join(f"{t} {n}, " for g in "AB" for t, n in iface[g])
+    params += "".join(f"{_UT[inp[i][0]]} in{i}, " for i in others)
+    body = [st for n, st, refs, idx, g, _ in items if g in ("R", "K")]
+    srcs.append(f"__device__ __forceinline__ {ot} rest({params}int& bad) {{\n    "
+                + "\n    ".join(body) + f"\n    return ({ot})({ov});\n}}\n")
+    per = {"A": None, "B": None}
+    if elems:
+        konst = [st for n, st, refs, idx, g, _ in items if g == "K"]
+        for g, ins_idx in (("A", sorted(A)), ("B", sorted(B))):
+            r = _per_element(items, g, ins_idx[:elems], len(ins_idx) == elems, iface[g], types)
+            if r is not None:
+                src1, otypes, where = r
+                params = f"{_UT[inp[ins_idx[0]][0]]} in0, " + "".join(
+                    f"{t}& o{j}, " for j, t in enumerate(otypes))
+                srcs.append(f"__device__ __forceinline__ void dec{g}1({params}int& bad) {{\n    "
+                            + "\n    ".join(konst + src1) + "\n}\n")
+                per[g] = (otypes, where)
+    return "".join(srcs), iface["A"], iface["B"], per
+
+
+def _per_element(items, g, elem_in, only_elems, iface, types):
+    """decA1's statements, output types and {interface name: (element, position)}, or None."""
+    if not only_elems:
+        return None
+    groups = {i: [] for i in elem_in}
+    for n, st, refs, idx, gg, d in items:
+        if gg != g:
+            continue
+        if len(d) != 1 or next(iter(d)) not in groups:
+            return None
+        groups[next(iter(d))].append((n, st))
+    canon = []
+    for e, i in enumerate(elem_in):
+        names = {n: f"e{j}" for j, (n, _) in enumerate(groups[i]) if n is not None}
+
+        def ren(m, names=names):
+            return names.get(m.group(1), m.group(1))
+        text = [_ANY.sub(ren, st).replace(f"in{i};", "in0;").replace(f"in{i})", "in0)")
+                for _, st in groups[i]]
+        canon.append((text, names))
+    if any(t != canon[0][0] for t, _ in canon):
+        return None
+    where, pos = {}, None
+    for e, (i, (text, names)) in enumerate(zip(elem_in, canon)):
+        mine = sorted(int(names[n][1:]) for _, n in iface if n in names)
+        if pos is None:
+            pos = mine
+        elif mine != pos:
+            return None
+        for _, n in iface:
+            if n in names:
+                where[n] = (e, pos.index(int(names[n][1:])))
+    if len(where) != len(iface):
+        return None
+    name_of = {int(v[1:]): k for k, v in canon[0][1].items()}
+    otypes = [types[name_of[j]] for j in pos]
+    body = canon[0][0] + [f"o{q} = e{j};" for q, j in enumerate(pos)]
+    return body, otypes, where
 
 
 def _expr(expr: str, name: str, c: int, tb, cls_of) -> str:
@@ -354,6 +492,115 @@ extern "C" __global__ void __launch_bounds__({NT}) gemm(int M, int N, int K, int
     return sim + lanes if tile is None else gemm
 
 
+_TSIZE = {"bool": 1, "int": 4, "long long": 8, "W128": 16}
+
+
+def split_smem(ia, ib, tile) -> int:
+    """Shared-memory bytes of the decoded operand values of one stage of the split GEMM."""
+    BM, BN = tile[0], tile[1]
+    return BM * sum(_TSIZE[t] for t, _ in ia) + BN * sum(_TSIZE[t] for t, _ in ib)
+
+
+def _gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None) -> str:
+    """The GEMM kernel over split_source's functions: per K-step the block decodes its BM rows
+    (decA) and BN columns (decB) once into shared memory, then every thread runs `rest` for
+    its TM x TN outputs on those values (a tile element is decoded once per block, not once
+    per output)."""
+    TA, TB, TC, TD = (_UT[s] for s in st)
+    BM, BN, TM, TN, _ = tile
+    NT = (BM // TM) * (BN // TN)
+    nbs = max(nb, 1)
+    per = per or {"A": None, "B": None}
+    sh, dec, args = "", "", {}
+    for g, X, S, W, iface, idx in (("A", "As", "SAs", BM, ia, f"ty + r * {BM // TM}"),
+                                   ("B", "Bs", "SBs", BN, ib, f"tx + c * {BN // TN}")):
+        if per[g] is not None:        # one element per thread: decA1 on As[t][r]
+            otypes, where = per[g]
+            sh += "".join(f"    __shared__ {t} I{g}_{j}[{k}][{W}];\n" for j, t in enumerate(otypes))
+            dec += (f"        for (int e = threadIdx.x; e < {k * W}; e += {NT}) {{ int t = e / {W}, q = e % {W}; "
+                    f"dec{g}1({X}[t][q], " + "".join(f"I{g}_{j}[t][q], " for j in range(len(otypes)))
+                    + "bad); }\n")
+            for _, n in iface:
+                e, j = where[n]
+                args[n] = f"I{g}_{j}[{e}][{idx}]"
+        else:                         # one row (column) per thread: decA on As[.][r]
+            sh += "".join(f"    __shared__ {t} I{g}_{n}[{W}];\n" for t, n in iface)
+            dec += (f"        for (int q = threadIdx.x; q < {W}; q += {NT}) {{ dec{g}("
+                    + "".join(f"{X}[{t}][q], " for t in range(k)) + "".join(f"{S}[{u}][q], " for u in range(nb))
+                    + "".join(f"I{g}_{n}[q], " for _, n in iface) + "bad); }\n")
+            for _, n in iface:
+                args[n] = f"I{g}_{n}[{idx}]"
+    rest = "rest(" + "".join(f"{args[n]}, " for _, n in ia + ib) + f"({TC})acc[r][c], bad)"
+    return f"""
+extern "C" __global__ void __launch_bounds__({NT}) gemm(int M, int N, int K, int s0, int s1,
+    const {TA}* __restrict__ A, const {TB}* __restrict__ B, const {TC}* __restrict__ C,
+    const unsigned char* __restrict__ SA, const unsigned char* __restrict__ SB,
+    {TD}* __restrict__ D, int* flag) {{
+    __shared__ {TA} As[{k}][{BM}];
+    __shared__ {TB} Bs[{k}][{BN}];
+    __shared__ unsigned char SAs[{nbs}][{BM}];
+    __shared__ unsigned char SBs[{nbs}][{BN}];
+{sh}    const int tx = threadIdx.x % {BN // TN}, ty = threadIdx.x / {BN // TN};
+    const int m0 = blockIdx.y * {BM}, n0 = blockIdx.x * {BN};
+    const int KB = K / {k} * {nb};
+    int bad = 0;
+    {TD} acc[{TM}][{TN}];
+    #pragma unroll
+    for (int r = 0; r < {TM}; r++) {{
+        #pragma unroll
+        for (int c = 0; c < {TN}; c++) {{
+            int i = m0 + ty + r * {BM // TM}, j = n0 + tx + c * {BN // TN};
+            acc[r][c] = (i < M && j < N) ? ({TD})C[(long long)i * N + j] : ({TD})0;
+        }}
+    }}
+    for (int kk0 = s0 * {k}; kk0 < s1 * {k}; kk0 += {k}) {{
+        for (int e = threadIdx.x; e < {BM * k}; e += {NT}) {{
+            int r = e / {k}, t = e % {k};
+            int i = m0 + r;
+            As[t][r] = i < M ? A[(long long)i * K + kk0 + t] : ({TA})0;
+        }}
+        for (int e = threadIdx.x; e < {BN * k}; e += {NT}) {{
+            int t = e / {BN}, c = e % {BN};
+            int j = n0 + c;
+            Bs[t][c] = j < N ? B[(long long)(kk0 + t) * N + j] : ({TB})0;
+        }}
+        if ({nb} > 0) {{
+            int q0 = kk0 / {k} * {nb};
+            for (int e = threadIdx.x; e < {BM * nbs}; e += {NT}) {{
+                int r = e / {nbs}, q = e % {nbs};
+                int i = m0 + r;
+                SAs[q][r] = (i < M && q < {nb}) ? SA[(long long)i * KB + q0 + q] : 0;
+            }}
+            for (int e = threadIdx.x; e < {BN * nbs}; e += {NT}) {{
+                int q = e / {BN}, c = e % {BN};
+                int j = n0 + c;
+                SBs[q][c] = (j < N && q < {nb}) ? SB[(long long)(q0 + q) * N + j] : 0;
+            }}
+        }}
+        __syncthreads();
+{dec}        __syncthreads();
+        #pragma unroll
+        for (int r = 0; r < {TM}; r++) {{
+            #pragma unroll
+            for (int c = 0; c < {TN}; c++) {{
+                acc[r][c] = {rest};
+            }}
+        }}
+        __syncthreads();
+    }}
+    #pragma unroll
+    for (int r = 0; r < {TM}; r++) {{
+        #pragma unroll
+        for (int c = 0; c < {TN}; c++) {{
+            int i = m0 + ty + r * {BM // TM}, j = n0 + tx + c * {BN // TN};
+            if (i < M && j < N) D[(long long)i * N + j] = acc[r][c];
+        }}
+    }}
+    if (bad) atomicOr(flag, 1);
+}}
+"""
+
+
 def _ew_kernel(storages: Sequence[int], out: int) -> str:
     ins = ", ".join(f"const {_UT[s]}* __restrict__ x{i}" for i, s in enumerate(storages))
     args = ", ".join(f"x{i}[l]" for i in range(len(storages)))
@@ -468,14 +715,18 @@ def _flag_check(flag, what: str) -> None:
 #: fastest of the tilings tried (2.79 s for 8192^3; 2x2: 2.85 s; 2x4: 4.28 s, spills); the
 #: kernel is bound by the ALU pipe (ncu), not by memory or occupancy.
 GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "16,64,1,4,1").split(","))
+#: shared-memory bytes per stage for the decoded tile elements of the split GEMM (0: never split)
+SPLIT_SMEM = int(os.environ.get("MMAFORMAL_GEMM_SPLIT_SMEM", str(40 * 1024)))
 
 
 class DotModule:
     """One instruction step (a traced `Theory.dot`) compiled for the GPU, with its runners.
     Two modules, each built on first use: sim + lanes, and the GEMM kernel of one tiling."""
 
-    def __init__(self, src: str, k: int, nb: int, m: int, n: int, st, name: str, tile=None):
+    def __init__(self, src: str, k: int, nb: int, m: int, n: int, st, name: str, tile=None,
+                 split=None):
         self.k, self.nb, self.m, self.n, self.st, self.name = k, nb, m, n, tuple(st), name
+        self._split = split                     # () -> split_step_source(..), or None
         self.tile = tuple(tile or GEMM_TILE)
         BM, BN, TM, TN, KS = self.tile
         if BM % TM or BN % TN or min(self.tile) < 1 or (BM // TM) * (BN // TN) > 1024:
@@ -485,8 +736,14 @@ class DotModule:
         self._mods: dict[str, Any] = {}
 
     def source(self, which: str) -> str:
-        """'sim' (sim + lanes kernels) or 'gemm': the CUDA source of that module."""
+        """'sim' (sim + lanes kernels) or 'gemm': the CUDA source of that module. The GEMM
+        decodes each tile element once per block (split_source) when its decoded values fit
+        SPLIT_SMEM bytes of shared memory per stage, else it runs the whole step per output."""
         geo = (self.k, self.nb, self.m, self.n, self.st)
+        if which == "gemm" and self._split is not None and SPLIT_SMEM > 0:
+            src, ia, ib, per = self._split()
+            if split_smem(ia, ib, self.tile) <= SPLIT_SMEM:
+                return src + _gemm_split_kernel(self.k, self.nb, self.st, self.tile, ia, ib, per)
         return self.step + _step_kernels(*geo, None if which == "sim" else self.tile)
 
     def mod(self, which: str):
@@ -623,6 +880,27 @@ def step_source(th, ins) -> str:
                       lambda: trace_source(fn, [st[0]] * k + [st[1]] * k + [st[2]] + [8] * (2 * nb), [st[3]]))
 
 
+def split_step_source(th, ins) -> tuple[str, list, list, dict]:
+    """step_source's trace split for a GEMM (split_source): decA over one row's k operands
+    (and its scales), decB over one column's, rest over their values and c."""
+    from . import fp
+    from .bits import BV
+    from .compile import TraceBackend
+    st = [fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d)]
+    k = ins.k
+    nb = ins.k // ins.scale_block if ins.scale else 0
+    K = TraceBackend()
+    x = [K.input(s) for s in [st[0]] * k + [st[1]] * k + [st[2]] + [8] * (2 * nb)]
+    sa = x[2 * k + 1:2 * k + 1 + nb] if nb else None
+    sb = x[2 * k + 1 + nb:] if nb else None
+    d = th.dot(K, x[:k], x[k:2 * k], x[2 * k], sa, sb)
+    outs = [d] if isinstance(d, BV) else list(d)
+    a_in = list(range(k)) + list(range(2 * k + 1, 2 * k + 1 + nb))
+    b_in = list(range(k, 2 * k)) + list(range(2 * k + 1 + nb, 2 * k + 1 + 2 * nb))
+    src, ia, ib, per = split_source(K, outs, [st[3]], a_in, b_in, elems=k)
+    return _HEAD + (_HEAD128 if "W128" in src else "") + src, ia, ib, per
+
+
 def _geometry(ins):
     from . import fp
     st = tuple(fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d))
@@ -632,17 +910,21 @@ def _geometry(ins):
 
 def module_source(th, ins, tile=None, which: str = "gemm") -> str:
     """The CUDA source of one of the step's modules ('sim': sim + lanes; 'gemm': the GEMM
-    kernel of a tiling, default GEMM_TILE)."""
-    return step_source(th, ins) + _step_kernels(*_geometry(ins), None if which == "sim" else tuple(tile or GEMM_TILE))
+    kernel of a tiling, default GEMM_TILE, split where DotModule splits it)."""
+    mod = DotModule(step_source(th, ins), *_geometry(ins), ins.name, tile,
+                    split=lambda: split_step_source(th, ins))
+    return mod.source(which)
 
 
-def dot_module(th, ins, tile=None) -> DotModule:
-    """The GPU module of one step of instruction `ins` under theory `th` (cached)."""
-    key = (th.hash(), ins.name, tuple(tile or GEMM_TILE))
+def dot_module(th, ins, tile=None, split: bool = True) -> DotModule:
+    """The GPU module of one step of instruction `ins` under theory `th` (cached); split=False
+    keeps the whole step per output in the GEMM (see DotModule.source)."""
+    key = (th.hash(), ins.name, tuple(tile or GEMM_TILE), split)
     with _DLOCK:
         mod = _DOTS.get(key)
         if mod is None:
-            mod = _DOTS[key] = DotModule(step_source(th, ins), *_geometry(ins), ins.name, tile)
+            mod = _DOTS[key] = DotModule(step_source(th, ins), *_geometry(ins), ins.name, tile,
+                                         split=(lambda: split_step_source(th, ins)) if split else None)
         return mod
 
 

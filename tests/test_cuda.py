@@ -121,6 +121,52 @@ def test_emitted_source_matches_c_path(kind, tmp_path):
                             f"got {hex(int(y[diff[0]]))}, C path {hex(int(ref[diff[0]]))}")
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_split_step_is_the_step(kind, tmp_path):
+    """The GEMM's split of the step (decA / decB per row, or decA1 / decB1 per element, then
+    rest) composed on the host gives the C path's bits."""
+    ins, th = _ins_th(KINDS[kind])
+    src, ia, ib, per = cuda.split_step_source(th, ins)
+    st = [fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d)]
+    k, nb = ins.k, (ins.k // ins.scale_block if ins.scale else 0)
+    ins_st = [st[0]] * k + [st[1]] * k + [st[2]] + [8] * (2 * nb)
+    A = list(range(k)) + list(range(2 * k + 1, 2 * k + 1 + nb))
+    B = list(range(k, 2 * k)) + list(range(2 * k + 1 + nb, 2 * k + 1 + 2 * nb))
+    body = "".join(f"{t} {n}; " for t, n in ia + ib)
+    for g, X, iface in (("A", A, ia), ("B", B, ib)):
+        if per[g] is None:
+            body += f"dec{g}(" + "".join(f"x{i}[l], " for i in X) + "".join(f"{n}, " for _, n in iface) + "bad); "
+            continue
+        otypes, where = per[g]
+        for e in range(k):
+            outs = [next(n for n, (ee, j) in where.items() if ee == e and j == q) for q in range(len(otypes))]
+            body += f"dec{g}1(x{X[e]}[l], {', '.join(outs)}, bad); "
+    body += "y[l] = rest(" + "".join(f"{n}, " for _, n in ia + ib) + f"x{2 * k}[l], bad);"
+    params = ", ".join(f"const {_UT[s]}* x{i}" for i, s in enumerate(ins_st))
+    code = ("#define __device__\n#define __forceinline__ inline\n" + src
+            + f'extern "C" int run(long long n, {params}, {_UT[st[3]]}* y) {{ int bad = 0; '
+              f"for (long long l = 0; l < n; l++) {{ {body} }} return bad; }}\n")
+    (tmp_path / "s.cpp").write_text(code)
+    r = subprocess.run(["g++", "-O1", "-w", "-shared", "-fPIC", "-o", str(tmp_path / "s.so"),
+                        str(tmp_path / "s.cpp")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = ctypes.CDLL(str(tmp_path / "s.so")).run
+    a, b, c, sa, sb = _lanes(ins, 300, seed=len(kind) + 1)
+    cols = [np.ascontiguousarray(a[:, t]) for t in range(k)]
+    cols += [np.ascontiguousarray(b[:, t]) for t in range(k)] + [np.ascontiguousarray(c)]
+    if sa is not None:
+        cols += [np.ascontiguousarray(sa[:, q]) for q in range(nb)]
+        cols += [np.ascontiguousarray(sb[:, q]) for q in range(nb)]
+    y = np.empty(len(a), dtype={16: np.uint16, 32: np.uint32, 64: np.uint64}[st[3]])
+    assert run(ctypes.c_longlong(len(a)), *[x.ctypes.data_as(ctypes.c_void_p) for x in cols],
+               y.ctypes.data_as(ctypes.c_void_p)) == 0
+    (ref,) = emulate.step_kernel(ins, th)(*cols)
+    assert np.array_equal(y, ref)
+    if not ins.scale:                  # the per-element decode applies to unscaled operands
+        assert per["A"] is not None and per["B"] is not None
+
+
 def test_emitter_narrows_to_32_bits():
     """Most values of an f16 step are held in int32 (the point of the interval analysis)."""
     ins, th = _ins_th(KINDS["t_fdpa"])
@@ -135,15 +181,17 @@ def test_emitter_narrows_to_32_bits():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
-@pytest.mark.parametrize("kind", ["t_fdpa", "fma_chain.f64", "st_fdpa.scaled", "hmma_fp8_chain"])
+@pytest.mark.parametrize("kind", ["t_fdpa", "fma_chain.f64", "st_fdpa.scaled", "gst_fdpa.scaled",
+                                  "hmma_fp8_chain"])
 def test_module_compiles_with_nvcc(kind, tmp_path):
     ins, th = _ins_th(KINDS[kind])
-    src = cuda.module_source(th, ins, (32, 32, 2, 2, 1))
-    cu = tmp_path / "m.cu"
-    cu.write_text(src)
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-std=c++17", "-w", "-o",
-                        str(tmp_path / "m.cubin"), str(cu)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
+    for which in ("gemm", "sim"):
+        src = cuda.module_source(th, ins, (32, 32, 2, 2, 1), which=which)
+        cu = tmp_path / f"{which}.cu"
+        cu.write_text(src)
+        r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-std=c++17", "-w", "-o",
+                            str(tmp_path / f"{which}.cubin"), str(cu)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
 
 
 # ------------------------------------------------------------------------------------------
