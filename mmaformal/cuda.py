@@ -5,7 +5,9 @@ step, `Theory.dot`) is emitted here as a CUDA `__device__` function, and generat
 wrappers apply it to independent tiles (simulate), to the outputs of a GEMM walked in the
 instruction's K-steps with the accumulator carried (emulate.matmul), to independent K-long
 lanes (emulate.dot_lanes) and elementwise (the split-K reduction). No arithmetic is written
-here: every operation comes from the trace, so every theory the C path runs runs here.
+here: every operation comes from the trace, so every theory the C path runs runs here. The
+GEMM kernel runs the trace split by dependence (`split_source`): the statements that read only
+one row's (column's) operands run once per tile element and block, the others per output.
 
 May import: mmaformal.compile (the trace), mmaformal._cache, numpy; CuPy lazily (NVRTC; nvcc
 is used when NVRTC rejects a source). Never z3.
@@ -495,10 +497,12 @@ extern "C" __global__ void __launch_bounds__({NT}) gemm(int M, int N, int K, int
 _TSIZE = {"bool": 1, "int": 4, "long long": 8, "W128": 16}
 
 
-def split_smem(ia, ib, tile) -> int:
-    """Shared-memory bytes of the decoded operand values of one stage of the split GEMM."""
+def split_smem(ia, ib, tile, k: int = 0, st=(8, 8), nb: int = 0) -> int:
+    """Shared-memory bytes of one stage of the split GEMM: the decoded operand values, and
+    (given k, the A/B storage widths and the scales per step) the raw operand tiles."""
     BM, BN = tile[0], tile[1]
-    return BM * sum(_TSIZE[t] for t, _ in ia) + BN * sum(_TSIZE[t] for t, _ in ib)
+    raw = k * (BM * st[0] + BN * st[1]) // 8 + max(nb, 1) * (BM + BN)
+    return BM * sum(_TSIZE[t] for t, _ in ia) + BN * sum(_TSIZE[t] for t, _ in ib) + raw
 
 
 def _gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None) -> str:
@@ -710,13 +714,15 @@ def _flag_check(flag, what: str) -> None:
                             "(an error in the theory; run the CPU path for the operation)")
 
 
-#: GEMM tiling: BM x BN outputs per block, TM x TN per thread, KS instruction steps per stage.
-#: Source: bench/bench_gpu.py on an H100, 2026-11-24 (README): 1x4 outputs per thread was the
-#: fastest of the tilings tried (2.79 s for 8192^3; 2x2: 2.85 s; 2x4: 4.28 s, spills); the
-#: kernel is bound by the ALU pipe (ncu), not by memory or occupancy.
-GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "16,64,1,4,1").split(","))
-#: shared-memory bytes per stage for the decoded tile elements of the split GEMM (0: never split)
-SPLIT_SMEM = int(os.environ.get("MMAFORMAL_GEMM_SPLIT_SMEM", str(40 * 1024)))
+#: GEMM tiling: BM x BN outputs per block, TM x TN per thread, KS instruction steps per stage
+#: (KS is used by the whole-step kernel; the split kernel walks one step per stage).
+#: Source: bench/bench_gpu.py on an H100, 2026-11-24 22:14 UTC (README): 32x64 blocks with 2x4
+#: outputs per thread, split kernel: 1.73 s for 8192^3 (16x64 1x4: 1.80 s; 32x32 2x2: 1.89 s;
+#: 16x16 1x4: 2.01 s; the whole-step kernel 16x64 1x4: 2.79 s); ALU-pipe bound (ncu).
+GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "32,64,2,4,1").split(","))
+#: shared-memory bytes per stage of the split GEMM (decoded tile elements and raw tiles; static
+#: shared memory is limited to 48 KiB), above which the whole-step kernel is used (0: never split)
+SPLIT_SMEM = int(os.environ.get("MMAFORMAL_GEMM_SPLIT_SMEM", str(46 * 1024)))
 
 
 class DotModule:
@@ -742,7 +748,7 @@ class DotModule:
         geo = (self.k, self.nb, self.m, self.n, self.st)
         if which == "gemm" and self._split is not None and SPLIT_SMEM > 0:
             src, ia, ib, per = self._split()
-            if split_smem(ia, ib, self.tile) <= SPLIT_SMEM:
+            if split_smem(ia, ib, self.tile, self.k, self.st, self.nb) <= SPLIT_SMEM:
                 return src + _gemm_split_kernel(self.k, self.nb, self.st, self.tile, ia, ib, per)
         return self.step + _step_kernels(*geo, None if which == "sim" else self.tile)
 
