@@ -16,6 +16,11 @@ form), for the classes
     overflow     exponent fields near the top (products and sums overflow)
     swamping     one large product and many small ones (the FPRev probe of sec. 3.1.2)
 
+Integer formats (s8 u8 s4 u4 b1 with an s32 accumulator) get the same class names with
+integer meanings (`_int_generate`): small/normal/uniform values, +-pairs that cancel, zeros,
+the extremes (-128 * -128, INT32_MAX/INT32_MIN accumulators) and accumulators within a few
+products of the s32 bounds ("overflow"), so wrap-around and .satfinite are exercised.
+
 May import: numpy, mmaformal.fp (format descriptors only). Values are turned into bits by
 rounding a float64 to the format with the exact `fp.round_to` on the numpy back-end, never by a
 host cast, so every format (fp8, fp6, fp4, fnuz) is generated the same way.
@@ -77,10 +82,85 @@ def _specials(f: fp.Format) -> list[int]:
     return s
 
 
+def _int_bits(f, v: np.ndarray) -> np.ndarray:
+    """Raw bits of integer values (two's complement in the low k bits)."""
+    v = np.clip(np.asarray(v, dtype=np.int64), f.lo, f.hi)
+    return (v & ((1 << f.k) - 1)).astype(np.uint64).astype(_DT[f.storage])
+
+
+def _int_generate(klass: str, fa, fb, fc, K: int, n: int, rng: np.random.Generator):
+    """The input classes for integer formats (see the module docstring)."""
+    shp = (n, K)
+    I32 = fc.lo, fc.hi
+
+    def full(f, shape):
+        return rng.integers(f.lo, f.hi + 1, size=shape)
+
+    def small(f, shape, sigma):
+        return np.rint(rng.standard_normal(shape) * sigma)
+
+    def ext(f, shape):
+        return np.where(rng.random(shape) < 0.5, f.lo, f.hi)
+
+    sig = lambda f: max(1.0, (f.hi - f.lo) / 8)          # noqa: E731
+    if klass in ("bits", "uniform"):
+        x, y, z = full(fa, shp), full(fb, shp), full(fc, n)
+    elif klass == "normal":
+        x, y, z = small(fa, shp, sig(fa)), small(fb, shp, sig(fb)), small(fc, n, 2.0 ** 12)
+    elif klass == "dnn":
+        x = small(fa, shp, sig(fa) / 4) + (rng.random(shp) < 0.01) * full(fa, shp)
+        y = small(fb, shp, sig(fb) / 4) + (rng.random(shp) < 0.01) * full(fb, shp)
+        z = small(fc, n, 2.0 ** 8)
+    elif klass == "sparse":
+        x, y, z = full(fa, shp), full(fb, shp), full(fc, n)
+        x[rng.random(shp) < 0.75] = 0
+        y[rng.random(shp) < 0.75] = 0
+        z[rng.random(n) < 0.5] = 0
+    elif klass == "subnormal":                             # the smallest magnitudes
+        x, y = rng.integers(-1, 2, size=shp), rng.integers(-1, 2, size=shp)
+        z = rng.integers(-4, 5, size=n)
+    elif klass == "special":                               # extremes injected
+        x, y, z = full(fa, shp), full(fb, shp), full(fc, n)
+        m = rng.random(shp) < 0.25
+        x[m] = ext(fa, int(m.sum()))
+        m = rng.random(shp) < 0.25
+        y[m] = ext(fb, int(m.sum()))
+        m = rng.random(n) < 0.3
+        z[m] = np.array(I32)[rng.integers(0, 2, size=int(m.sum()))]
+    elif klass == "overflow":                              # c within a few products of a bound
+        x, y = ext(fa, shp), ext(fb, shp)
+        span = max(1, K * max(abs(fa.lo), fa.hi) * max(abs(fb.lo), fb.hi))
+        near = rng.integers(0, span + 1, size=n)
+        z = np.where(rng.random(n) < 0.5, I32[1] - near, I32[0] + near)
+    elif klass == "cancel":
+        x, y = full(fa, shp), full(fb, shp)
+        half = K // 2
+        if half and fa.lo < 0:
+            x[:, half:2 * half] = np.clip(-x[:, :half], fa.lo, fa.hi)
+            y[:, half:2 * half] = y[:, :half]
+        xv, yv = np.clip(x, fa.lo, fa.hi), np.clip(y, fb.lo, fb.hi)
+        z = -(xv * yv).sum(axis=1)
+    elif klass == "swamping":
+        x, y = small(fa, shp, 1.0), small(fb, shp, 1.0)
+        big = rng.integers(0, K, size=n)
+        x[np.arange(n), big] = ext(fa, n)
+        y[np.arange(n), big] = ext(fb, n)
+        z = full(fc, n)
+    if fa.name == "b1":
+        x = rng.integers(0, 2, size=shp) if klass not in ("sparse", "subnormal") else (x != 0)
+    if fb.name == "b1":
+        y = rng.integers(0, 2, size=shp) if klass not in ("sparse", "subnormal") else (y != 0)
+    return _int_bits(fa, x), _int_bits(fb, y), _int_bits(fc, z)
+
+
 def generate(klass: str, fa, fb, fc, K: int, n: int, rng: np.random.Generator):
     fa, fb, fc = fp.fmt(fa), fp.fmt(fb), fp.fmt(fc)
     if klass not in CLASSES:
         raise ValueError(f"unknown input class {klass!r}; expected one of {', '.join(CLASSES)}")
+    if fa.is_int or fb.is_int or fc.is_int:
+        if not (fa.is_int and fb.is_int and fc.is_int):
+            raise ValueError("integer and floating-point formats do not mix")
+        return _int_generate(klass, fa, fb, fc, K, n, rng)
     shp = (n, K)
     if klass == "bits":
         return _bits(fa, shp, rng), _bits(fb, shp, rng), _bits(fc, n, rng)

@@ -16,6 +16,15 @@ instruction's own operand format (instructions where they do not fit are exclude
 ``0x...:FMT`` is the value of those bits in format FMT. Use ``--a=...`` (with '=') when the
 first value is negative.
 
+Global options, accepted before or after the verb:
+
+    --store DIR     where the verbs that store records write them (distinguish --save, prove
+                    --save, probes, hw validate, infer --save): an existing, writable directory
+                    (else exit 2); also $MMAFORMAL_STORE. Default: the checkout's own folders
+                    when run from one, else $XDG_DATA_HOME/mmaformal or ~/.local/share/mmaformal
+                    (mmaformal.paths). Readers read the shipped records and the store's.
+    --version       the package version and the versions of the solvers found
+
 Exit codes: 0 success; 2 bad input or usage, with one line on stderr and no traceback.
 """
 from __future__ import annotations
@@ -50,10 +59,13 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     (``_MODULE_VERBS``) are built only when needed: for the verb argv names, or for all of them
     when argv names none or an unknown one (help and "invalid choice" list every verb). So a
     built-in verb such as ``simulate`` never imports the query, hw, emulate, ... modules."""
-    from . import __version__
     p = _Parser(prog="mmaformal", description="Formal, bit-exact models of GPU matrix-multiply-"
                 "accumulate arithmetic: list, simulate, compare, explain.")
-    p.add_argument("--version", action="version", version=f"mmaformal {__version__}")
+    p.add_argument("--version", action=_VersionAction, nargs=0,
+                   help="print the package version and the solvers' versions and exit")
+    p.add_argument("--store", metavar="DIR", help="where records are written (also "
+                   "$MMAFORMAL_STORE; default: the checkout when run from one, else "
+                   "~/.local/share/mmaformal); accepted before or after the verb")
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     import importlib
@@ -79,6 +91,9 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--c", required=True, metavar="C.npy", help="C (..., M, N) raw bits")
     q.add_argument("--scale-a", metavar="SA.npy", help="block scales of A (..., M, K/scale_block)")
     q.add_argument("--scale-b", metavar="SB.npy", help="block scales of B (..., K/scale_block, N)")
+    q.add_argument("--meta", metavar="E.npy", help="sparse instructions: metadata (..., M, K/2) "
+                   "uint8, the position of each kept A element in its group of 4 (tf32: of 2); "
+                   "with it A is compressed (..., M, K/2), without it A is dense (..., M, K)")
     q.add_argument("--out", required=True, metavar="D.npy")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
     q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
@@ -92,6 +107,8 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--a", required=True, help="comma-separated values (use --a=...)")
     q.add_argument("--b", required=True, help="comma-separated values")
     q.add_argument("--c", required=True, help="one value")
+    q.add_argument("--list-excluded", action="store_true",
+                   help="name every excluded instruction and its reason (default: a summary)")
     q.add_argument("--json", action="store_true")
 
     q = sub.add_parser("explain", help="white-box trace of one dot product")
@@ -104,6 +121,46 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--theory", metavar="ID")
     q.add_argument("--json", action="store_true")
     return p
+
+
+#: solver name -> the distribution that provides it
+SOLVER_DISTS = {"z3": "z3-solver", "bitwuzla": "bitwuzla", "cvc5": "cvc5"}
+
+
+def version_text() -> str:
+    """The package version, the solvers' versions (from the installed distributions' metadata,
+    so nothing is imported: this answers in milliseconds), and where data is read and written."""
+    from importlib import metadata
+    from . import __version__, paths
+    lines = [f"mmaformal {__version__}"]
+    for name, dist in SOLVER_DISTS.items():
+        try:
+            v = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            v = "not installed"
+        lines.append(f"{name} {v}")
+    try:
+        lines.append(f"data: {paths.shipped()}")
+    except ValueError as e:
+        lines.append(f"data: {e}")
+    root, how = paths.store_root()
+    lines.append(f"store: {root} ({ {'env': '$' + paths.ENV, 'checkout': 'the checkout', 'user': 'per-user default'}[how] })")
+    return "\n".join(lines)
+
+
+class _VersionAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit(0)
+
+
+def _split_store(argv: list[str]) -> tuple[str | None, list[str]]:
+    """--store DIR / --store=DIR taken out of argv wherever it stands (before or after the
+    verb), so that every verb, including those defined in other modules, accepts it."""
+    pre = _Parser(prog="mmaformal", add_help=False, allow_abbrev=False)
+    pre.add_argument("--store")
+    ns, rest = pre.parse_known_args(argv)
+    return ns.store, rest
 
 
 def _print_json(obj) -> None:
@@ -190,9 +247,10 @@ def _cmd_simulate(args) -> int:
     th = T.default().resolve(ins, args.theory)
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
+    E = load_npy(args.meta, "--meta")
     device, note = _device(args.device, ins, th)
     t0 = time.perf_counter()
-    D = simulate(ins, A, B, C, SA, SB, theory=th, device=device)
+    D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E, device=device)
     dt = time.perf_counter() - t0
     written = save_npy(args.out, D)
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
@@ -269,7 +327,8 @@ def _representatives(instrs):
     best = {}
     for i in instrs:
         th = ts.theories_for(i)
-        key = (i.arch, i.family, i.a, i.b, i.c, i.d, i.scale, th[0].id if th else "")
+        key = (i.arch, i.family, i.a, i.b, i.c, i.d, i.scale, i.satfinite, i.bop,
+               th[0].id if th else "")
         cur = best.get(key)
         if cur is None or i.k > cur.k:
             best[key] = i
@@ -331,12 +390,22 @@ def _cmd_compare(args) -> int:
         wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
         a = [INT.const(x, wa, False) for x in vals["a"]] + [INT.const(0, wa, False)] * (K - len(a_t))
         b = [INT.const(x, wb, False) for x in vals["b"]] + [INT.const(0, wb, False)] * (K - len(b_t))
-        sc = None
+        sc = meta = None
         if ins.scale:  # scale factors 1.0
             one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
             sc = [INT.const(one, 8, False)] * (K // ins.scale_block)
+        if ins.sparse:  # a is the dense A row: at most 2 non-zeros per group of 4
+            from . import sparse as _sp
+            try:
+                kept, em = _sp.dense_row(ins, [int(x.v) for x in a])
+            except ValueError as e:
+                results.append({"instruction": ins.name, "output": None, "value": None,
+                                "excluded": str(e)})
+                continue
+            a = [INT.const(x, wa, False) for x in kept]
+            meta = [INT.const(x, 8, False) for x in em]
         try:
-            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc)
+            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc, meta)
         except ValueError as e:  # a theory the current mma cannot evaluate
             results.append({"instruction": ins.name, "output": None, "value": None,
                             "excluded": f"theory {th.id}: {e}"})
@@ -355,11 +424,45 @@ def _cmd_compare(args) -> int:
     w = max((len(r["instruction"]) for r in done), default=20)
     for r in done:
         print(f"{r['instruction']:<{w}}  {r['output']:<18}  {r['value']:<24}  {r['theory']}")
-    if excl:
+    if excl and args.list_excluded:
         print(f"excluded ({len(excl)}):")
         for r in excl:
             print(f"  {r['instruction']}: {r['excluded']}")
+    elif excl:
+        print("\n".join(_excluded_summary(excl, len(results), len(a_t))))
     return 0
+
+
+def _excluded_summary(excl: list[dict], total: int, n: int) -> list[str]:
+    """Two lines: how many instructions compare left out, and why (counted by reason: the
+    formats that cannot hold the values exactly, too small a K, a theory it cannot evaluate)."""
+    import collections
+    import re
+    fmts: collections.Counter = collections.Counter()
+    small_k = theory = other = 0
+    for r in excl:
+        why = r["excluded"]
+        m = re.search(r"(?:not exactly representable in|does not fit) (\S+)", why)
+        if m:
+            fmts[m.group(1)] += 1
+        elif why.startswith("K = "):
+            small_k += 1
+        elif why.startswith("theory "):
+            theory += 1
+        else:
+            other += 1
+    parts = []
+    if fmts:
+        parts.append(f"{sum(fmts.values())} whose formats cannot hold the values exactly ("
+                     + ", ".join(f"{k} {v}" for k, v in fmts.most_common()) + ")")
+    if small_k:
+        parts.append(f"{small_k} with K < {n}")
+    if theory:
+        parts.append(f"{theory} whose theory cannot be evaluated")
+    if other:
+        parts.append(f"{other} for other reasons")
+    return [f"excluded {len(excl)} of {total} instructions (--list-excluded names each one, "
+            f"--json gives every reason):", "  " + "; ".join(parts)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,12 +516,20 @@ _VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
 #: verbs defined in their own modules: name -> module path (add_parser + run)
 _MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaformal.query.prove",
                  "emulate": "mmaformal.emulate", "accuracy": "mmaformal.accuracy",
-                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.probes",
+                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.settle",
                  "infer": "mmaformal.query.infer"}
 
 
 def main(argv=None) -> int:
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if argv[:1] == ["--version"]:       # answered before the verbs' modules are imported
+            print(version_text())
+            return 0
+        store, argv = _split_store(argv)
+        if store is not None:
+            from . import paths
+            paths.use_store(store)
         args = _parser(argv).parse_args(argv)
         if args.verb in _MODULE_VERBS:
             import importlib

@@ -18,9 +18,13 @@ built from that instruction would, bit for bit:
   block indices: the first parts get one block more when S does not divide K/k). Part p is
   accumulated as above from +0 in the accumulator format (P_p), and D = (((C + P_0) + P_1) +
   ... + P_{S-1}), each + an IEEE 754 RNE addition in the accumulator (D) format, in part order:
-  a split-K kernel whose reduction adds the partial tiles onto C in order.
+  a split-K kernel whose reduction adds the partial tiles onto C in order. Integer (s32)
+  accumulators: each + is the two's complement wrap-around addition of a 32-bit integer add.
 - The accumulator is carried in the D format, so an instruction whose C format differs from
   its D format (sm70-sm90 m8n8k4 f16 C -> f32 D) takes only K = k and split_k = 1.
+
+Sparse instructions (mma.sp, wgmma.sp, v_smfmac) take the dense A, at most 2 non-zeros per
+group of 4 of K (tf32: 1 of 2); each K-step derives its metadata (mmaformal.sparse).
 
 Inputs follow the simulate array contract (DESIGN.md): raw bits (unsigned ints of the format's
 storage width), numpy float16/float32/float64 or ml_dtypes arrays of values that are exact in
@@ -287,6 +291,9 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
             SB = np.ascontiguousarray(np.pad(SB, ((0, nb), (0, 0)), constant_values=one))
         K = Kp
     nsteps = K // k
+    if ins.sparse:         # A dense, 2:4 (tf32 1:2) in every group; the metadata is derived
+        from . import sparse as _sp
+        _sp.compress(Am.reshape(M, nsteps, k).swapaxes(0, 1), ins, f"{name} (K-step, row)")
     split_k = int(split_k)
     if not 1 <= split_k <= nsteps:
         raise ValueError(f"{name}: split_k must be in 1..{nsteps} (K / k = {K} / {k}), got {split_k}")
@@ -309,17 +316,21 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
 
 
 def _add(fmt_name: str, x: np.ndarray, y: np.ndarray, be: str) -> np.ndarray:
-    """Elementwise IEEE 754 RNE addition in format fmt_name (the split-K reduction)."""
-    w = fp.fmt(fmt_name).storage
+    """Elementwise IEEE 754 RNE addition in format fmt_name (the split-K reduction); integer
+    formats: wrap-around addition."""
+    f = fp.fmt(fmt_name)
+    w = f.storage
     shape = x.shape
     xs, ys = x.reshape(-1), y.reshape(-1)
+
+    def add(K, u, v):
+        return u.add_wrap(v) if f.is_int else fp.add(fmt_name, u, v, "RNE")
     if be == "compiled":
         from . import compile as C
-        kern = C.compile_kernel(lambda K, u, v: fp.add(fmt_name, u, v, "RNE"), [w, w], [w],
-                                key=("emulate.add", fmt_name))
+        kern = C.compile_kernel(add, [w, w], [w], key=("emulate.add", fmt_name))
         (out,) = kern(np.ascontiguousarray(xs), np.ascontiguousarray(ys))
         return out.reshape(shape)
-    d = fp.add(fmt_name, NUMPY.lift(xs, w), NUMPY.lift(ys, w), "RNE")
+    d = add(NUMPY, NUMPY.lift(xs, w), NUMPY.lift(ys, w))
     return _np_out(d, xs.size, storage_dtype(fmt_name)).reshape(shape)
 
 

@@ -121,9 +121,16 @@ def explain(instr: "str | Instruction", a: Sequence[int], b: Sequence[int], c: i
     elif scale_a or scale_b:
         raise ValueError(f"{ins.name} is not block-scaled: it takes no scales")
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+    a_in, meta = [int(x) for x in A], None
+    if ins.sparse:       # the dense row of A: at most 2 non-zeros per group of 4 (mmaformal.sparse)
+        from . import sparse as _sp
+        a_in, em = _sp.dense_row(ins, a_in, ins.name)
+        meta = [INT.const(x, 8, False) for x in em]
+        report["operands"]["metadata"] = em
     with mma.tracing() as notes:
-        d = th.dot(INT, [INT.const(int(x), wa, False) for x in A],
-                   [INT.const(int(x), wb, False) for x in B], INT.const(int(C[0]), wc, False), sa, sb)
+        d = th.dot(INT, [INT.const(x, wa, False) for x in a_in],
+                   [INT.const(int(x), wb, False) for x in B], INT.const(int(C[0]), wc, False), sa, sb,
+                   meta)
     report["steps"] = _steps(th, ins, notes, report["operands"])
     report["output"] = _elem(int(d.v), ins.d)
     return report
@@ -274,6 +281,33 @@ def _steps(th: _theory.Theory, ins: Instruction, notes: list, ops: dict) -> list
             steps.append({"step": "ftz-add/mul", "k": list(range(v["k0"], v["k0"] + v["P"])),
                           "partial": _elem(v["s"].v, "f32"), **_elem(acc.v, "f32"),
                           "text": f"s = pairwise FTZ sum of products k{v['k0']}..k{v['k0'] + v['P'] - 1}; d = FTZ-Add(d, s)"})
+        elif label == "sparse":
+            G, kept = v["G"], v["kept"]
+            em = [int(x.v) for x in v["meta"]]
+            ks = [(j // kept) * G + e for j, e in enumerate(em)]
+            if v["mode"] == "selected":
+                perm = ks              # the fused sums see the kept terms only, k relabelled
+            steps.append({"step": "sparse", "mode": v["mode"], "kept_k": ks,
+                          "text": f"sparse {kept}:{G}, kept k = {_ranges(ks)}; "
+                                  + ("only the kept terms are summed" if v["mode"] == "selected"
+                                     else "A expanded with zeros, all K terms summed")})
+        elif label == "int_block":
+            k0, L = v["k0"], v["L"]
+            k_ids = perm[k0:k0 + L]
+            steps.append({"step": "integer block", "k": k_ids, "accumulator_in": str(v["c"].v),
+                          "products": str(v["sum"].v),
+                          "text": f"block k = {_ranges(k_ids)}: exact sum of products "
+                                  f"{v['sum'].v}, accumulator in {v['c'].v}"})
+        elif label == "int_acc":
+            steps.append({"step": "integer accumulator", "value": str(v.v),
+                          "text": f"accumulator {v.v} (exact, or clamped per step)"})
+        elif label == "int_result":
+            val = v["exact_or_clamped"].v
+            sat = v["saturate"]
+            how = (f".satfinite: clamped to INT32_MIN..INT32_MAX ({v['sat_at']})" if sat
+                   else "wrap-around: low 32 bits, two's complement")
+            steps.append({"step": "integer result", "value": str(val), "saturate": sat,
+                          "sat_at": v["sat_at"], "text": f"{how}: {val}"})
         elif label == "accumulate_add":
             steps.append({"step": "add c", "chain": _elem(v["chain"].v, ins.d), "c": _elem(v["c"].v, ins.c),
                           "text": f"d = RNE-{ins.d}(chain + c) (IEEE add)"})
@@ -308,6 +342,9 @@ _STEP_LINE = {
     "rounded sum with c": lambda s: "  %s: T' = %s, c' = %s, S = %s" % (s["text"], s["T'"], s["c'"], s["S"]),
     "group sums": lambda s: f"  {s['text']}: T_even = {s['T_even']}, T_odd = {s['T_odd']}, T = {s['T']}",
     "exact sum": lambda s: f"  {s['text']}: products = {s['products']} -> {_bv(s['finite_result'])}",
+    "integer block": lambda s: f"  {s['text']}",
+    "integer accumulator": lambda s: f"  {s['text']}",
+    "integer result": lambda s: f"  {s['text']}",
     "add c": lambda s: f"  {s['text']}: {s['chain']['value']} + {s['c']['value']}",
 }
 

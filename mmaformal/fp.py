@@ -13,6 +13,11 @@ Invariants:
 - Special values are an overlay: the finite path is computed for every input and NaN/Inf
   results are laid over it with `ite` by explicit rules.
 
+Integer formats (s8 u8 s4 u4 b1 s32: `IntFormat`, the operands and accumulators of integer
+MMA) live here too, so `fmt(name)` answers for every operand format; they have no decode/round
+path (`decode` refuses them): their one reading is `int_value` (two's complement or unsigned of
+the low k bits of the storage element).
+
 Source for the format parameters: IEEE 754-2019 (f64, f32, f16), bf16/tf32 (NVIDIA and Google
 documentation), OCP 8-bit Floating Point Specification (e4m3, e5m2) and OCP Microscaling
 Formats (MX) v1.0 (e3m2, e2m3, e2m1, e8m0), AMD CDNA3 ISA (e4m3fnuz, e5m2fnuz), NVIDIA NVFP4
@@ -30,6 +35,7 @@ __all__ = [
     "nan_policy",
     "Format", "FORMATS", "fmt", "Unpacked", "decode", "round_to", "MODES", "mode_code",
     "add", "mul", "fma", "add_exact", "quiet", "default_nan", "encode_special",
+    "IntFormat", "INT_FORMATS", "int_value", "is_int",
 ]
 
 
@@ -51,6 +57,8 @@ class Format:
     nan: str = "none"
     pad: int = 0      # low bits of the storage element that are not part of the value (tf32)
     subnormals: bool = True
+
+    is_int = False
 
     @property
     def p(self) -> int:
@@ -118,13 +126,67 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
 ]}
 
 
-def fmt(f: "Format | str") -> Format:
-    if isinstance(f, Format):
+@dataclass(frozen=True)
+class IntFormat:
+    """An integer format: k value bits in the low bits of a `storage`-bit unsigned element
+    (s4/u4/b1 one element per uint8, low bits; s32 as uint32 two's complement)."""
+
+    name: str
+    k: int            # value bits
+    signed: bool
+    storage: int
+    pad: int = 0      # no container padding (kept for the storage-width checks of callers)
+    is_int = True
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.k - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.k - 1)) - 1 if self.signed else (1 << self.k) - 1
+
+
+#: Source: PTX ISA 9.7.14 (integer mma: .s8 .u8 .s4 .u4 .b1 operands, .s32 accumulators);
+#: AMD CDNA ISA (v_mfma_i32_*_i8: signed 8-bit operands, 32-bit integer accumulators).
+INT_FORMATS: dict[str, IntFormat] = {f.name: f for f in [
+    IntFormat("s8", 8, True, 8), IntFormat("u8", 8, False, 8),
+    IntFormat("s4", 4, True, 8), IntFormat("u4", 4, False, 8),
+    IntFormat("b1", 1, False, 8), IntFormat("s32", 32, True, 32),
+]}
+
+
+def fmt(f: "Format | IntFormat | str") -> "Format | IntFormat":
+    if isinstance(f, (Format, IntFormat)):
         return f
     try:
         return FORMATS[f]
     except KeyError:
-        raise ValueError(f"unknown format {f!r}; expected one of {', '.join(FORMATS)}") from None
+        pass
+    try:
+        return INT_FORMATS[f]
+    except KeyError:
+        raise ValueError(f"unknown format {f!r}; expected one of "
+                         f"{', '.join(list(FORMATS) + list(INT_FORMATS))}") from None
+
+
+def is_int(f: "Format | IntFormat | str") -> bool:
+    """True for the integer formats (s8 u8 s4 u4 b1 s32)."""
+    return fmt(f).is_int
+
+
+def int_value(f: "IntFormat | str", x: BV) -> BV:
+    """The integer an element of format f holds, as a signed BV of k + 1 bits (exact).
+    The storage bits above the k value bits are ignored (the front ends reject them)."""
+    f = fmt(f)
+    if not f.is_int:
+        raise ValueError(f"{f.name} is not an integer format")
+    if x.w != f.storage or x.s:
+        raise ValueError(f"{f.name} reads u{f.storage} elements, got {x.type_name()}")
+    v = x.extract(f.k - 1, 0)
+    if f.signed:
+        return v.bitcast(True).resize(f.k + 1, True)
+    return v.resize(f.k + 1, True)
 
 
 MODES = ("RNE", "RNA", "RZ", "RU", "RD", "RO")
@@ -169,6 +231,8 @@ def decode(f: "Format | str", x: BV) -> Unpacked:
     """Decode a storage element (unsigned, `storage` bits) of format f. Bits above the format
     and the container's low padding (tf32) are ignored."""
     f = fmt(f)
+    if f.is_int:
+        raise ValueError(f"{f.name} is an integer format: read it with int_value, not decode")
     if x.w != f.storage or x.s:
         raise ValueError(f"{f.name} decodes u{f.storage} elements, got {x.type_name()}")
     K = x.k

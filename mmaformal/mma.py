@@ -14,7 +14,12 @@ Invariants:
 - Fixed-point values are signed `BV`s in units of 2^(exponent - fraction bits); every width is
   derived statically from the formats, so nothing can overflow (and the back-ends check).
 
-Source: seed 002 Algorithms 1-11; parameters are chosen per instruction by theories/.
+Integer MMA (`int_chain`): products and sums are exact (static widths), then the s32 result
+wraps (two's complement, low 32 bits) or, under .satfinite, is clamped to INT32_MIN..INT32_MAX
+at the end or after every block of L terms (`sat_at`); b1 operands give popc(a XOR/AND b).
+
+Source: seed 002 Algorithms 1-11; parameters are chosen per instruction by theories/;
+integer semantics: PTX ISA 9.7.14.5.14 (Integer operations, .satfinite).
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from .fp import Format, Unpacked, decode, fmt, round_to
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
     "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "NVIDIA_NAN", "tracing",
+    "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT",
 ]
 
 #: Optional white-box trace (used by mmaformal.explain): when set to a list, `_note` appends
@@ -357,10 +363,17 @@ def _product_static(x: Unpacked, y: Unpacked) -> Term:
 
 def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], G: int, F: int,
              rho: str, fs: str = "ue4m3", zero_exp: str = "excluded", nan=None,
-             overflow: str = "ieee", zero_sign: str = "ieee") -> BV:
+             overflow: str = "ieee", zero_sign: str = "ieee", zero_group: str = "sum") -> BV:
     """Group-scaled truncated FDPA (Algorithm 9): exact dot products of G consecutive
     products, each multiplied by its scale pair's significands, then fused and truncated.
-    scale_a[g], scale_b[g] apply to group g."""
+    scale_a[g], scale_b[g] apply to group g.
+
+    `zero_group` says which group term counts as a zero term (for `zero_exp`): "sum" (its
+    exact sum is zero, or a scale is zero) or "products" (all G products are zero, or a scale
+    is zero: a group whose products cancel keeps its scale exponent in e_max; Source: mmasim
+    2.1.1 arithmetic/fdpa.py gst_fdpa, "zeros resulted from summation do not apply e_zero")."""
+    if zero_group not in ("sum", "products"):
+        raise ValueError(f"zero_group must be 'sum' or 'products', got {zero_group!r}")
     fa, fb, fc, fsf = fmt(fa), fmt(fb), fmt(fc), fmt(fs)
     _check_lengths(a, b)
     if len(a) % G:
@@ -383,7 +396,13 @@ def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], 
         # and e.g. all -0 products with c = -0 gave +0 instead of -0.)
         # An Inf group (inputs with Inf, e.g. e5m2) takes the sign of its Inf products.
         sign = ite(ip, False, ite(ineg, True, ite(P == 0, allz, P < 0)))
-        terms.append(Term(sign, e, sig, fbt, (P == 0) | ua.zero | ub.zero,
+        if zero_group == "sum":
+            gzero = P == 0
+        else:
+            gzero = prods[0].zero
+            for t in prods[1:]:
+                gzero = gzero & t.zero
+        terms.append(Term(sign, e, sig, fbt, gzero | ua.zero | ub.zero,
                           ip | ineg, nan_g | (ip & ineg) | ua.nan | ub.nan))
     terms.append(operand(decode(fc, c)))
     return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign)
@@ -620,3 +639,90 @@ def fdpa_chain(op, a: Sequence[BV], b: Sequence[BV], c: BV, L: int, **params) ->
         d = op(a[k:k + L], b[k:k + L], d, **params)
         _note("block_out", d)
     return d
+
+
+# ------------------------------------------------------------------------------------------
+# Integer MMA.
+# ------------------------------------------------------------------------------------------
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+#: Where .satfinite clamps: "end" (the exact c + sum a_k b_k, once: the PTX ISA statement) or
+#: "step" (after each block of L terms is added to the running accumulator).
+SAT_AT = ("end", "step")
+#: Whether the result is clamped: "qualifier" (as the instruction says: .satfinite clamps,
+#: else wrap; the PTX statement), "always" or "never" (hypotheses that the hardware ignores
+#: the qualifier; also the broken twins of integer proofs).
+SAT = ("qualifier", "always", "never")
+
+
+def _int_terms(a, b, fa, fb, bop: str, width: int) -> list[BV]:
+    """Exact products a_k * b_k (b1: the bit a_k XOR/AND b_k) as signed `width`-bit vectors."""
+    out = []
+    for x, y in zip(a, b):
+        if fa.name == "b1" or fb.name == "b1":
+            if fa.name != fb.name:
+                raise ValueError("b1 operands go together")
+            xa, xb = x.extract(0, 0), y.extract(0, 0)
+            if bop == "xor":
+                r = xa ^ xb
+            elif bop == "and":
+                r = xa & xb
+            else:
+                raise ValueError(f"b1 operands need bop 'xor' or 'and', got {bop!r}")
+            out.append(r.resize(width, True))
+        else:
+            if bop:
+                raise ValueError(f"bop {bop!r} is for b1 operands only")
+            va, vb = fp.int_value(fa, x), fp.int_value(fb, y)
+            pw = va.w + vb.w
+            out.append((va.resize(pw, True) * vb.resize(pw, True)).resize(width, True))
+    return out
+
+
+def int_chain(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, fc, L: int, saturate: bool,
+              bop: str = "", sat_at: str = "end", sat: str = "qualifier") -> BV:
+    """Integer D = C + sum_k A_k B_k in s32 (Source: PTX ISA 9.7.14.5.14, Integer operations).
+
+    The sum is exact in a static width; without `saturate` the result wraps to 32 bits (two's
+    complement), with it the value is clamped to INT32_MIN..INT32_MAX: once, on the exact total
+    (`sat_at` = "end"), or after each block of L = min(K, L) products is added to the running
+    accumulator, k = 0, L, 2L, ... (`sat_at` = "step", the rival). `sat` overrides the
+    qualifier ("always" / "never" clamp; default "qualifier"). Returns the uint32 bits."""
+    fa, fb, fc = fmt(fa), fmt(fb), fmt(fc)
+    _check_lengths(a, b)
+    if sat_at not in SAT_AT:
+        raise ValueError(f"sat_at must be one of {', '.join(SAT_AT)}, got {sat_at!r}")
+    if sat not in SAT:
+        raise ValueError(f"sat must be one of {', '.join(SAT)}, got {sat!r}")
+    saturate = {"qualifier": bool(saturate), "always": True, "never": False}[sat]
+    if not (fa.is_int and fb.is_int and fc.is_int and fc.k == 32 and fc.signed):
+        raise ValueError("int_chain takes integer operands and an s32 accumulator")
+    K_ = len(a)
+    L = min(K_, L)
+    if K_ % L:
+        raise ValueError(f"K={K_} is not a multiple of L={L}")
+    width = 34 + (fa.k + 1) + (fb.k + 1) + bitlen(K_)       # exact for every input
+    K = c.k
+    acc = fp.int_value(fc, c).resize(width, True)
+    terms = _int_terms(a, b, fa, fb, bop, width)
+    lo = K.const(INT32_MIN, width, True)
+    hi = K.const(INT32_MAX, width, True)
+
+    def clamp(v):
+        return ite(v < lo, lo, ite(hi < v, hi, v))
+
+    step = saturate and sat_at == "step"
+    for k0 in range(0, K_, L):
+        S = None
+        for t in terms[k0:k0 + L]:
+            S = t if S is None else S + t
+        _note("int_block", {"k0": k0, "L": L, "c": acc, "sum": S})
+        acc = acc + S
+        if step:
+            acc = clamp(acc)
+        _note("int_acc", acc)
+    if saturate and not step:
+        acc = clamp(acc)
+    _note("int_result", {"exact_or_clamped": acc, "saturate": saturate, "sat_at": sat_at})
+    return acc.bitcast(False).extract(31, 0)

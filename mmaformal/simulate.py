@@ -12,14 +12,19 @@ tile at once, in chunks of lanes so memory stays bounded. All evaluation goes th
 Array contract (DESIGN.md): raw bits as unsigned integers of the format's storage width (uint8 for
 formats of 8 bits or less, one element per byte, fp6 in the low 6 bits, fp4 in the low 4; uint16;
 uint32, also for tf32; uint64). Also accepted: numpy float16/float32/float64 and ml_dtypes arrays,
-read by bit reinterpretation when their type is the format's own, otherwise cast and checked to
-be exact (never rounded through host floats).
+read by bit reinterpretation when their type is the format's own (a NaN keeps its payload),
+otherwise cast and checked to be exact (never rounded through host floats); a NaN in a float array
+of another type is rejected (it has no defined payload in the target format).
 
 Shapes: A (..., M, K), B (..., K, N), C (..., M, N) with (M, N, K) the instruction's shape;
 leading batch dimensions broadcast. Block-scaled instructions (``scale_block`` elements of K
 share a scale): scale_a (..., M, K / scale_block), scale_b (..., K / scale_block, N), raw bits
 of the scale format (uint8). D (batch..., M, N) is returned as raw bits of the D format. AMD
 multi-block forms (``blocks`` > 1) compute independent blocks: pass them as a batch dimension.
+Sparse instructions (mma.sp, wgmma.sp, v_smfmac; mmaformal.sparse): A is either compressed
+(..., M, K/2) (tf32: K/2 too, 1 of 2 kept) with ``meta`` of the same shape (uint8 positions within
+each group of 4, or 2), or dense (..., M, K) with at most 2 non-zeros per group of 4 and no
+``meta`` (the metadata is derived).
 
 Invariant: inputs are validated before any arithmetic (unknown instruction -> closest names;
 shape, dtype width and bits above a narrow format's width -> ValueError naming expected vs got).
@@ -82,15 +87,20 @@ def _kernel_locked(th, ins):
         from . import compile as _compile
         wa, wb, wc, wd = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d))
         nk = ins.k
+        na = ins.k // ins.sparsity[0] * ins.sparsity[1]
         nblk = ins.k // ins.scale_block if ins.scale else 0
 
         def fn(K, *x):
+            if ins.sparse:       # a (na), b (nk), c, metadata (na)
+                return th.dot(K, list(x[:na]), list(x[na:na + nk]), x[na + nk], None, None,
+                              list(x[na + nk + 1:]))
             sa = list(x[2 * nk + 1:2 * nk + 1 + nblk]) if nblk else None
             sb = list(x[2 * nk + 1 + nblk:]) if nblk else None
             return th.dot(K, list(x[:nk]), list(x[nk:2 * nk]), x[2 * nk], sa, sb)
+        widths = ([wa] * na + [wb] * nk + [wc] + [8] * na) if ins.sparse else \
+            ([wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk))
         try:
-            kern = _compile.compile_kernel(fn, [wa] * nk + [wb] * nk + [wc] + [8] * (2 * nblk), [wd],
-                                           disk_key=_disk_key(th, ins))
+            kern = _compile.compile_kernel(fn, widths, [wd], disk_key=_disk_key(th, ins))
         except _compile.Unsupported:
             kern = None
         except (RuntimeError, OSError) as e:       # say so once: a silent fallback hides a 100x
@@ -150,6 +160,12 @@ def as_bits(x: Any, fmt_name: str, role: str = "operand", where: str = "") -> np
             if dt.kind == "V" and not dt.name.startswith(("float", "bfloat")):
                 raise ValueError(f"{pre}{role}: unsupported dtype {dt.name}")
             tgt = _float_type(native)
+            isnan = np.isnan(arr.astype(np.float64))
+            if np.any(isnan):
+                bad = tuple(int(i) for i in np.argwhere(isnan)[0])
+                raise ValueError(f"{pre}{role} holds a NaN at index {bad}: a {dt.name} NaN has no "
+                                 f"defined payload in {f.name}; pass {want.name} raw bits (or "
+                                 f"{native} values)")
             with np.errstate(all="ignore"):
                 y = arr.astype(tgt)
                 back = y.astype(dt)
@@ -184,7 +200,7 @@ def _shape_err(where, what, got, want) -> ValueError:
 
 
 def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, theory=None,
-             chunk: int = DEFAULT_CHUNK, device: str = "cpu") -> np.ndarray:
+             chunk: int = DEFAULT_CHUNK, meta=None, device: str = "cpu") -> np.ndarray:
     """Raw bits of D = A*B + C for the instruction (see the module docstring).
 
     device: "cpu", "cuda" (the same trace on an NVIDIA GPU, mmaformal.cuda; ValueError when
@@ -199,7 +215,22 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     B = as_bits(b, ins.b, "B", name)
     C = as_bits(c, ins.c, "C", name)
     M, N, K = ins.m, ins.n, ins.k
-    for what, X, want in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
+    KA = K
+    E = None
+    if ins.sparse:
+        from . import sparse as _sp
+        KA = _sp.kept_width(ins)
+        if meta is None:
+            if A.ndim < 2 or A.shape[-2:] != (M, K):
+                raise ValueError(f"{name}: a sparse A without metadata must be dense, shape "
+                                 f"(..., {M}, {K}); a compressed A (..., {M}, {KA}) needs meta")
+            A, E = _sp.compress(A, ins, name)
+        else:
+            E = _sp.check_meta(meta, ins, name)
+    elif meta is not None:
+        raise ValueError(f"{name} is not sparse: it takes no metadata")
+    for what, X, want in (("A", A, (M, KA)), ("B", B, (K, N)), ("C", C, (M, N))) + \
+            ((("metadata", E, (M, KA)),) if E is not None else ()):
         if X.ndim < 2 or X.shape[-2:] != want:
             raise _shape_err(name, what, X.shape, "(..., %d, %d)" % want)
     mats = [A, B, C]
@@ -219,6 +250,8 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
         mats += [SA, SB]
     elif scale_a is not None or scale_b is not None:
         raise ValueError(f"{name} is not block-scaled: it takes no scale_a/scale_b")
+    if E is not None:
+        mats.append(E)
     try:
         batch = np.broadcast_shapes(*(X.shape[:-2] for X in mats))
     except ValueError:
@@ -228,6 +261,12 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     total = out.size
     if total == 0:
         return out
+    if E is not None:
+        # a sparse A travels with its metadata: both as (.., M, KA) columns of one tile
+        Ab = np.broadcast_to(A, batch + (M, KA))
+        Eb = np.broadcast_to(E, batch + (M, KA))
+        return _simulate_sparse(th, ins, Ab, Eb, np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2),
+                                np.broadcast_to(C, batch + (M, N)), out, chunk)
     Ab = np.broadcast_to(A, batch + (M, K))
     Bt = np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2)
     Cb = np.broadcast_to(C, batch + (M, N))
@@ -273,6 +312,41 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
             sa = [NUMPY.lift(s_a[:, q], 8) for q in range(s_a.shape[1])]
             sb = [NUMPY.lift(s_b[:, q], 8) for q in range(s_b.shape[1])]
         d = th.dot(NUMPY, a_cols, b_cols, NUMPY.lift(cv, wc), sa, sb)
+        v = np.broadcast_to(np.asarray(d.v), (hi - lo,))
+        flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
+            np.array([int(x) for x in v], dtype=out.dtype)
+    return out
+
+
+def _simulate_sparse(th, ins, Ab, Eb, Bt, Cb, out, chunk):
+    """The lanes of a sparse instruction: compressed A, its metadata, B, C per dot product."""
+    M, N, K = ins.m, ins.n, ins.k
+    KA = Ab.shape[-1]
+    batch = out.shape[:-2]
+    total = out.size
+    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+    flat = out.reshape(-1)
+    built = (th.hash(), ins.name) in _KERNELS
+    kern = _kernel(th, ins) if (built or total >= COMPILE_MIN or BACKEND == "compiled") else None
+    for lo in range(0, total, max(1, int(chunk))):
+        hi = min(total, lo + max(1, int(chunk)))
+        lane = np.arange(lo, hi, dtype=np.int64)
+        j = lane % N
+        i = (lane // N) % M
+        bidx = np.unravel_index(lane // (M * N), batch) if batch else ()
+        rows, ems = Ab[bidx + (i,)], Eb[bidx + (i,)]
+        cols = Bt[bidx + (j,)]
+        cv = Cb[bidx + (i, j)]
+        if kern is not None:
+            ins_cols = [np.ascontiguousarray(rows[:, k]) for k in range(KA)] + \
+                [np.ascontiguousarray(cols[:, k]) for k in range(K)] + [np.ascontiguousarray(cv)] + \
+                [np.ascontiguousarray(ems[:, k]) for k in range(KA)]
+            (d,) = kern(*ins_cols)
+            flat[lo:hi] = d
+            continue
+        d = th.dot(NUMPY, [NUMPY.lift(rows[:, k], wa) for k in range(KA)],
+                   [NUMPY.lift(cols[:, k], wb) for k in range(K)], NUMPY.lift(cv, wc), None, None,
+                   [NUMPY.lift(ems[:, k], 8) for k in range(KA)])
         v = np.broadcast_to(np.asarray(d.v), (hi - lo,))
         flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
             np.array([int(x) for x in v], dtype=out.dtype)
@@ -348,6 +422,9 @@ def save_npy(path: str, D: np.ndarray) -> str:
     """Write D to path (--out) as numpy does (.npy appended when missing); the path written."""
     from pathlib import Path
     out = Path(path)
+    if out.is_dir() or path.endswith(("/", os.sep)):
+        raise ValueError(f"--out: {path!r} is a directory; name the file to write "
+                         f"(e.g. {str(out / 'd.npy')!r})")
     try:
         np.save(out, D)
     except OSError as e:
@@ -360,8 +437,12 @@ def save_npy(path: str, D: np.ndarray) -> str:
 
 
 def value_of(bits: int, fmt_name: str):
-    """The exact value of a storage element: a Fraction, or "nan", "inf", "-inf", "0", "-0"."""
+    """The exact value of a storage element: a Fraction, or "nan", "inf", "-inf", "0", "-0".
+    Integer formats: the integer (a Fraction with denominator 1; zero is "0")."""
     f = fp.fmt(fmt_name)
+    if f.is_int:
+        v = int(fp.int_value(f, INT.const(int(bits), f.storage, False)).v)
+        return "0" if v == 0 else Fraction(v)
     u = fp.decode(f, INT.const(int(bits), f.storage, False))
     if u.nan.v:
         return "nan"
@@ -390,8 +471,18 @@ def decimal(v) -> str:
 
 def bits_of(v, fmt_name: str) -> int | None:
     """The storage element of format fmt_name whose value is exactly v (Fraction or one of the
-    strings of value_of), or None if there is none."""
+    strings of value_of), or None if there is none (integers: out of range, not an
+    integer, or not a number)."""
     f = fp.fmt(fmt_name)
+    if f.is_int:
+        if isinstance(v, str):
+            if v not in ("0", "-0"):
+                return None
+            v = 0
+        v = Fraction(v)
+        if v.denominator != 1 or not f.lo <= v <= f.hi:
+            return None
+        return int(v) & ((1 << f.k) - 1)
     sb = f.sign_bit
     if isinstance(v, str):
         if v in ("0", "-0"):

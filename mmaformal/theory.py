@@ -1,7 +1,7 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
-May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache (and
-the standard library). Never z3 at module level (the simulator path imports this module).
+May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
+mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3 at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -17,7 +17,8 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
     id = "sm90.f16.f32"         # unique over all files; [a-z0-9] and . _ - only
     instructions = ["sm90/mma.m16n8k*.f32.f16.f16.f32", "sm90/wgmma.m64n*k16.f32.f16.f16"]
                                 # catalog names or fnmatch patterns; each must match something
-    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul"
+    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul" | "int" (integer MMA:
+                                # mma.int_chain, op "int_chain", L = block length of sat_at "step")
     op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
     L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
     status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"
@@ -30,6 +31,11 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
     accumulate = "fused"        # "fused": c enters the first block (Algorithm 5);
                                 # "add": the chain starts from +0 and c is added at the end by an
                                 # IEEE RNE addition in the output format (NVIDIA canonical NaN)
+    sparse = ""                 # sparse instructions only (mma.sp, wgmma.sp, v_smfmac), required
+                                # there: "selected" (the fused sums take only the K/2 selected
+                                # terms, chained in blocks of L selected terms; B rows picked by
+                                # the metadata) | "dense" (A expanded with zeros: all K terms,
+                                # blocks of L over the logical K)
     note = ""
     [theory.params]             # exactly the op's keyword parameters (signature of mma.<op>),
     F = 25                      # minus those the instruction fixes (formats, scales)
@@ -65,7 +71,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fp, isa, mma
+from . import fp, isa, mma, paths
 from .bits import BV, Backend, ite
 from .isa import Instruction
 
@@ -74,25 +80,27 @@ __all__ = [
     "STATUSES",
 ]
 
-THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES", Path(__file__).resolve().parent.parent / "theories"))
+#: the theory files: $MMAFORMAL_THEORIES, else the shipped theories/ (mmaformal.paths)
+THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES") or paths.shipped("theories"))
 
-MODELS = ("fdpa", "fma", "ftz_addmul")
+MODELS = ("fdpa", "fma", "ftz_addmul", "int")
 FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
-_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul"}
+_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "int": "int_chain"}
 STATUSES = ("hypothesis", "corroborated", "refuted")
 K_ORDERS = ("natural", "mod4-pairs")
 ACCUMULATE = ("fused", "add")
+SPARSE = ("", "selected", "dense")
 
 _THEORY_KEYS = frozenset({
     "id", "instructions", "model", "op", "L", "params", "status", "provenance", "competes_with",
-    "primary", "convert", "k_order", "accumulate", "note",
+    "primary", "convert", "k_order", "accumulate", "note", "sparse",
 })
 _REQUIRED = ("id", "instructions", "model", "params", "status", "provenance")
 _TOP_KEYS = frozenset({"meta", "theory"})
 _META_KEYS = frozenset({"arch", "description"})
 #: Parameters of the mma operations that the instruction fixes (operands, formats, scales).
 _FROM_INSTRUCTION = frozenset({"a", "b", "c", "fa", "fb", "fc", "f", "out", "fs",
-                               "scale_a", "scale_b"})
+                               "scale_a", "scale_b", "L", "saturate", "bop"})
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -123,8 +131,14 @@ def _check_param(name: str, v: Any) -> str | None:
                 '"propagate-ORDER[:CODE]" (e.g. "propagate-bca:0xFFF8000000000000")')
     if name == "overflow":
         return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
+    if name == "zero_group":
+        return None if v in ("sum", "products") else '"sum" or "products"'
     if name == "zero_sign":
         return None if v in ("ieee", "positive") else '"ieee" or "positive"'
+    if name == "sat_at":
+        return None if v in mma.SAT_AT else "one of " + ", ".join(mma.SAT_AT)
+    if name == "sat":
+        return None if v in mma.SAT else "one of " + ", ".join(mma.SAT)
     if name in ("tf32_round", "mode"):
         return None if v in fp.MODES else "one of " + ", ".join(fp.MODES)
     # a parameter this loader does not know yet: any TOML scalar
@@ -168,6 +182,7 @@ class Theory:
     accumulate: str = "fused"
     note: str = ""
     file: str = ""
+    sparse: str = ""
     instr: Instruction | None = dataclasses.field(default=None, compare=False)
 
     # -- content ---------------------------------------------------------------------------
@@ -177,11 +192,14 @@ class Theory:
 
     def content(self) -> dict[str, Any]:
         """The arithmetic content (what `hash` covers)."""
-        return {
+        d = {
             "id": self.id, "instructions": list(self.instructions), "model": self.model,
             "op": self.op, "L": self.L, "params": dict(sorted(self.params)),
             "convert": self.convert, "k_order": self.k_order, "accumulate": self.accumulate,
         }
+        if self.sparse:          # only when set: the hashes of dense theories stay as they were
+            d["sparse"] = self.sparse
+        return d
 
     def hash(self) -> str:
         """sha256 (hex) of the canonical arithmetic content of the theory."""
@@ -208,6 +226,8 @@ class Theory:
             extra.append(f"k_order={self.k_order}")
         if self.accumulate != "fused":
             extra.append(f"accumulate={self.accumulate}")
+        if self.sparse:
+            extra.append(f"sparse={self.sparse}")
         return f"{head}({', '.join(extra + [ps] if ps else extra)})"
 
     def replace(self, **changes) -> "Theory":
@@ -248,18 +268,80 @@ class Theory:
         return self.instr
 
     def dot(self, K: Backend, a_cols: Sequence[BV], b_cols: Sequence[BV], c: BV,
-            scale_a: Sequence[BV] | None = None, scale_b: Sequence[BV] | None = None) -> BV:
+            scale_a: Sequence[BV] | None = None, scale_b: Sequence[BV] | None = None,
+            meta: Sequence[BV] | None = None) -> BV:
         """The whole K-long dot product d = Phi(a, b, c) of the bound instruction, on back-end K.
 
         a_cols[k], b_cols[k]: storage elements of the instruction's a/b formats (one BV per k;
         on the numpy back-end each holds all lanes); c: accumulator element. Block-scaled
         instructions take one scale element per K-block: scale_a[j], scale_b[j] apply to
         k in [j * scale_block, (j + 1) * scale_block). Returns the D element (storage bits).
+
+        Sparse instructions (mmaformal.sparse): a_cols holds the K/G*kept kept elements of A
+        (compressed), meta the matching positions within their groups (8-bit elements, values
+        0..G-1, checked by the front ends; in a symbolic query the caller constrains them),
+        b_cols all K elements of B. The theory's `sparse` key says how they are summed.
+        Without meta, a_cols may be the dense row of A (K elements): the kept elements and the
+        metadata are derived (sparse.derive; a row that breaks the pattern is a ValueError on
+        the concrete back-ends, and must be excluded by the caller on the symbolic ones).
         """
         ins = self._bound()
+        if ins.sparse:
+            a_cols = list(a_cols)
+            if meta is None and len(a_cols) == ins.k:
+                from . import sparse as _sp
+                a_cols, meta, ok = _sp.derive(K, a_cols, ins)
+                v = ok.v          # concrete: a bool or numpy lanes; symbolic: the caller's
+                bad = (not v) if isinstance(v, bool) else \
+                    (not bool(v.all())) if type(v).__module__ == "numpy" else False
+                if bad:
+                    raise ValueError(f"{ins.name}: the dense A breaks {ins.sparsity[1]}:"
+                                     f"{ins.sparsity[0]} sparsity (mmaformal.sparse)")
+            return self._dot_sparse(K, a_cols, list(b_cols), c, meta)
+        if meta is not None:
+            raise ValueError(f"{ins.name} is dense: it takes no metadata")
+        return self._dot_dense(K, list(a_cols), list(b_cols), c, scale_a, scale_b)
+
+    def _dot_sparse(self, K: Backend, a: list, b: list, c: BV, meta) -> BV:
+        ins = self._bound()
+        G, kept = ins.sparsity
+        nk = ins.k // G * kept
+        if meta is None or len(meta) != nk or len(a) != nk or len(b) != ins.k:
+            raise ValueError(f"{ins.name}: a sparse dot needs {nk} a elements, {nk} metadata "
+                             f"elements and {ins.k} b elements, got {len(a)}, "
+                             f"{0 if meta is None else len(meta)} and {len(b)}")
+        mma._note("sparse", {"mode": self.sparse, "G": G, "kept": kept,
+                             "meta": [m for m in meta]})
+        if self.sparse == "selected":
+            # B row of each kept element: the one its metadata index names in its group
+            sel = []
+            for j in range(nk):
+                g = j // kept
+                r = b[g * G + G - 1]
+                for p in range(G - 2, -1, -1):
+                    r = ite(meta[j] == p, b[g * G + p], r)
+                sel.append(r)
+            return self._dot_dense(K, a, sel, c, None, None)
+        # "dense": A expanded with +0 where no kept element sits
+        zero = K.const(0, fp.fmt(ins.a).storage, False)
+        full = []
+        for g in range(ins.k // G):
+            for p in range(G):
+                r = zero
+                for j in range(g * kept, (g + 1) * kept):
+                    r = ite(meta[j] == p, a[j], r)
+                full.append(r)
+        return self._dot_dense(K, full, b, c, None, None)
+
+    def _dot_dense(self, K: Backend, a_cols: list, b_cols: list, c: BV,
+                   scale_a: Sequence[BV] | None, scale_b: Sequence[BV] | None) -> BV:
+        ins = self._bound()
         kdim = len(a_cols)
-        if len(b_cols) != kdim or kdim != ins.k:
-            raise ValueError(f"{ins.name}: dot needs {ins.k} a and b elements, got "
+        want = ins.k
+        if ins.sparse and self.sparse == "selected":
+            want = ins.k // ins.sparsity[0] * ins.sparsity[1]
+        if len(b_cols) != kdim or kdim != want:
+            raise ValueError(f"{ins.name}: dot needs {want} a and b elements, got "
                              f"{len(a_cols)} and {len(b_cols)}")
         if ins.scale:
             nblk = ins.k // ins.scale_block
@@ -287,6 +369,8 @@ class Theory:
             return mma.fma_chain(a, b, c, f=fa, **params)
         if self.model == "ftz_addmul":
             return mma.ftz_addmul(a, b, c, fa, fb, fc=ins.c, **params)
+        if self.model == "int":
+            return mma.int_chain(a, b, c, fa, fb, ins.c, self.L, ins.satfinite, ins.bop, **params)
         # FDPA: blocks of L chained through the accumulator (Algorithm 5)
         out_fmt = mma.rho_of(params["rho"])[2].name if "rho" in params else ins.d
         op = getattr(mma, self.op)
@@ -335,8 +419,12 @@ class Theory:
             sc = None
             if ins.scale:
                 sc = [INT.const(0, 8, False)] * (ins.k // ins.scale_block)
-            self.dot(INT, [INT.const(0, wa, False)] * ins.k, [INT.const(0, wb, False)] * ins.k,
-                     INT.const(0, wc, False), sc, sc)
+            na = ins.k // ins.sparsity[0] * ins.sparsity[1]
+            meta = None
+            if ins.sparse:
+                meta = [INT.const(j % ins.sparsity[1], 8, False) for j in range(na)]
+            self.dot(INT, [INT.const(0, wa, False)] * na, [INT.const(0, wb, False)] * ins.k,
+                     INT.const(0, wc, False), sc, sc, meta)
         except (ValueError, TypeError) as e:
             return False, str(e)
         return True, ""
@@ -389,11 +477,15 @@ def _check_static(t: Theory, file: str) -> None:
         raise ValueError(f"{w}: id must match {_ID.pattern}")
     if t.model not in MODELS:
         raise ValueError(f"{w}: unknown model {t.model!r}; known: {', '.join(MODELS)}")
-    if t.model == "fdpa":
-        if t.op not in FDPA_OPS:
+    if t.model in ("fdpa", "int"):
+        if t.model == "fdpa" and t.op not in FDPA_OPS:
             raise ValueError(f"{w}: unknown op {t.op!r} for model fdpa; known: {', '.join(FDPA_OPS)}")
+        if t.model == "int" and t.op != "int_chain":
+            raise ValueError(f"{w}: model int has op 'int_chain', not {t.op!r}")
         if not (_is_int(t.L) and t.L > 0):
-            raise ValueError(f"{w}: model fdpa needs L (L_max), a positive int")
+            raise ValueError(f"{w}: model {t.model} needs L (the block length), a positive int")
+        if t.model == "int" and (t.k_order != "natural" or t.accumulate != "fused" or t.convert):
+            raise ValueError(f"{w}: k_order, accumulate and convert belong to model fdpa only")
     else:
         if t.op != _MODEL_OP[t.model]:
             raise ValueError(f"{w}: model {t.model} has op {_MODEL_OP[t.model]!r}, not {t.op!r}")
@@ -409,6 +501,8 @@ def _check_static(t: Theory, file: str) -> None:
         raise ValueError(f"{w}: instructions must be a non-empty list")
     if t.k_order not in K_ORDERS:
         raise ValueError(f"{w}: unknown k_order {t.k_order!r}; known: {', '.join(K_ORDERS)}")
+    if t.sparse not in SPARSE:
+        raise ValueError(f"{w}: unknown sparse {t.sparse!r}; known: selected, dense")
     if t.accumulate not in ACCUMULATE:
         raise ValueError(f"{w}: unknown accumulate {t.accumulate!r}; known: {', '.join(ACCUMULATE)}")
     if t.convert and t.convert not in isa.OPERAND_FORMATS:
@@ -451,6 +545,20 @@ def _check_fit(t: Theory, ins: Instruction) -> None:
                 raise ValueError(f"{w}: convert = {t.convert!r} is not exact for {role} format {f}")
     fa = t.convert or ins.a
     fb = t.convert or ins.b
+    if bool(t.sparse) != bool(ins.sparse):
+        raise ValueError(f"{w}: " + ("a sparse instruction needs sparse = 'selected' or 'dense'"
+                                     if ins.sparse else "sparse belongs to sparse instructions"))
+    if ins.sparse and t.sparse == "selected" and t.model in ("fdpa", "int"):
+        nk = ins.k // ins.sparsity[0] * ins.sparsity[1]
+        if nk % min(nk, t.L):
+            raise ValueError(f"{w}: the {nk} selected terms are not a multiple of L = {t.L}")
+    if (t.model == "int") != ins.integer:
+        raise ValueError(f"{w}: model {t.model} " + ("needs" if t.model == "int" else
+                         "does not take") + " an integer instruction")
+    if t.model == "int":
+        if ins.k % min(ins.k, t.L):
+            raise ValueError(f"{w}: K = {ins.k} is not a multiple of L = {t.L}")
+        return
     if t.model == "fma":
         if not (fa == fb == ins.c == ins.d):
             raise ValueError(f"{w}: model fma needs a = b = c = d formats, got "
@@ -560,7 +668,8 @@ def _parse_file(path: Path) -> list[Theory]:
         instrs = e["instructions"]
         if not (isinstance(instrs, list) and instrs and all(isinstance(x, str) for x in instrs)):
             raise ValueError(f"{w}: instructions must be a non-empty list of strings")
-        for key in ("model", "op", "status", "provenance", "convert", "k_order", "accumulate", "note"):
+        for key in ("model", "op", "status", "provenance", "convert", "k_order", "accumulate", "note",
+                    "sparse"):
             if key in e and not isinstance(e[key], str):
                 raise ValueError(f"{w}: {key} must be a string")
         if "primary" in e and not isinstance(e["primary"], bool):
@@ -584,7 +693,7 @@ def _parse_file(path: Path) -> list[Theory]:
             params=tuple(sorted(params.items())), status=e["status"], provenance=e["provenance"],
             competes_with=tuple(cw), primary=e.get("primary", True), convert=e.get("convert", ""),
             k_order=e.get("k_order", "natural"), accumulate=e.get("accumulate", "fused"),
-            note=e.get("note", ""), file=file,
+            note=e.get("note", ""), file=file, sparse=e.get("sparse", ""),
         )
         _check_static(t, file)
         out.append(t)

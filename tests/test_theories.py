@@ -53,7 +53,8 @@ def test_module_layering():
             absolute.add(node.module.split(".")[0])
         elif isinstance(node, ast.Import):
             absolute |= {a.name.split(".")[0] for a in node.names}
-    assert rel <= {"isa", "mma", "fp", "bits", "_cache"}, rel   # _cache: stdlib-only table cache
+    # _cache, paths: stdlib-only table cache and data locations; sparse: the metadata rule
+    assert rel <= {"isa", "mma", "fp", "bits", "_cache", "paths", "sparse"}, rel
     assert not absolute & {"z3", "numpy", "mmaformal"}, absolute
 
 
@@ -285,6 +286,11 @@ def class_bits(fmt_name: str, cls: str, shape, rng: np.random.Generator) -> np.n
     dt = storage_dtype(fmt_name)
     width = f.k + f.pad
     n = int(np.prod(shape))
+    if f.is_int:          # integers: every class is raw bits of the k value bits (sparse: zeros)
+        x = rng.integers(0, 1 << f.k, n, dtype=np.uint64)
+        if cls in ("sparse", "subnormal"):
+            x[rng.random(n) < 0.75] = 0
+        return x.astype(dt).reshape(shape)
     sign = (rng.integers(0, 2, n).astype(np.uint64) << np.uint64(f.k - 1)) if f.signed else np.zeros(n, np.uint64)
     T_ = rng.integers(0, 1 << f.t, n, dtype=np.uint64) if f.t else np.zeros(n, np.uint64)
     maxE = f.max_code >> f.t
@@ -344,6 +350,9 @@ def test_every_theory_simulates_every_class(ts, tid):
         C.append(c.reshape(ins.m, ins.n))
     nb = len(A)
     A, B, C = np.stack(A), np.stack(B), np.stack(C)
+    if ins.sparse:        # a dense A keeps 2:4 (tf32 1:2): the pruned positions are +0
+        G, kept = ins.sparsity
+        A[..., (np.arange(ins.k) % G) >= kept] = 0
     sc = {}
     if ins.scale:
         nblk = ins.k // ins.scale_block

@@ -13,7 +13,7 @@ Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`
 *family* that the loader expands over the product of its list-valued keys:
 
     arch          canonical arch name or list of them (aliases are not allowed in data)
-    family        "mma" | "wgmma" | "tcgen05" | "mfma"
+    family        "mma" | "wgmma" | "tcgen05" | "mfma" | "wmma" | "smfmac"
     qualifier     template of the name after "<arch>/", with placeholders {m} {n} {k} {a} {b}
                   {c} {d} {scale} {blocks} and upper-case {A} {B} {C} {D} {S}
     m, n, k       int, list of ints, or {from, to, step} (inclusive range)
@@ -23,6 +23,15 @@ Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`
     scale         "" (default) or the scale format (ue8m0, ue4m3)
     scale_block   K elements per scale (0, the default, when there is no scale)
     blocks        independent M x N x K products per instruction (AMD multi-block forms), default 1
+    satfinite     bool or [false, true] (expanded): integer saturation (.satfinite); placeholder
+                  {sat} spells it (".satfinite" or "")
+    bop           "" or the single-bit operation ("xor" | "and", or a list): b1 .bop.popc;
+                  placeholder {bop}
+    sparse        NVIDIA: "" (dense), "sp" or "sp::ordered_metadata" (or a list), spelled by the
+                  placeholder {sp} (".sp" / ".sp::ordered_metadata"); AMD v_smfmac_* are sparse
+                  by family. Sparse forms keep the logical K in k: A is M x K with 2 of every 4
+                  consecutive elements kept (tf32: 1 of 2), passed compressed (M x K/2) with
+                  metadata (mmaformal.sparse)
     sass          expected SASS / machine mnemonic template ("" = unknown or not native)
     source        short citation (PTX ISA section, AMD ISA guide, seed paper table); required
     note          free text for reviewers (optional)
@@ -98,18 +107,23 @@ ALIASES: dict[str, str] = {
     "cdna3": "gfx942",
 }
 VENDOR_OF: dict[str, str] = {a: ("nvidia" if a.startswith("sm") else "amd") for a in ARCHS}
-FAMILIES: tuple[str, ...] = ("mma", "wgmma", "tcgen05", "mfma")
-_FAMILY_VENDOR = {"mma": "nvidia", "wgmma": "nvidia", "tcgen05": "nvidia", "mfma": "amd"}
-_FAMILY_PREFIX = {"mma": "mma.", "wgmma": "wgmma.", "tcgen05": "tcgen05.mma.", "mfma": "v_mfma_"}
+FAMILIES: tuple[str, ...] = ("mma", "wgmma", "tcgen05", "mfma", "wmma", "smfmac")
+_FAMILY_VENDOR = {"mma": "nvidia", "wgmma": "nvidia", "tcgen05": "nvidia", "mfma": "amd",
+                  "wmma": "nvidia", "smfmac": "amd"}
+_FAMILY_PREFIX = {"mma": "mma.", "wgmma": "wgmma.", "tcgen05": "tcgen05.mma.", "mfma": "v_mfma_",
+                  "wmma": "wmma.mma.", "smfmac": "v_smfmac_"}
 
 SCALE_FORMATS = frozenset({"ue8m0", "ue4m3"})
+INT_OPERAND_FORMATS = frozenset({"s8", "u8", "s4", "u4", "b1"})
 OPERAND_FORMATS = frozenset({
     "f64", "f32", "tf32", "f16", "bf16",
     "e4m3", "e5m2", "e3m2", "e2m3", "e2m1",
     "e4m3fnuz", "e5m2fnuz",
-})
-ACC_FORMATS = frozenset({"f64", "f32", "f16"})
-FORMATS = OPERAND_FORMATS | SCALE_FORMATS
+}) | INT_OPERAND_FORMATS
+ACC_FORMATS = frozenset({"f64", "f32", "f16", "s32"})
+#: Integer formats (fp.INT_FORMATS; spelled out here so this layer imports nothing of mmaformal)
+INT_FORMATS = INT_OPERAND_FORMATS | {"s32"}
+FORMATS = OPERAND_FORMATS | SCALE_FORMATS | ACC_FORMATS
 
 DATA_FILES: tuple[Path, ...] = (
     Path(__file__).with_name("nvidia.toml"),
@@ -153,6 +167,20 @@ class Instruction:
     source: str        # citation
     blocks: int = 1    # independent M x N x K products per instruction (AMD multi-block)
     note: str = ""
+    satfinite: bool = False   # integer: saturate to s32 (.satfinite) instead of wrapping
+    bop: str = ""             # b1: "xor" | "and" (.bop.popc)
+    sparse: str = ""          # "" dense; "sp" | "sp::ordered_metadata" (NVIDIA); "smfmac" (AMD)
+
+    @property
+    def sparsity(self) -> tuple[int, int]:
+        """(group, kept): (1, 1) dense; (4, 2) for 2:4 sparse A; (2, 1) for tf32 (PTX: 1:2)."""
+        if not self.sparse:
+            return (1, 1)
+        return (2, 1) if self.a == "tf32" else (4, 2)
+
+    @property
+    def integer(self) -> bool:
+        return self.a in INT_FORMATS
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -169,14 +197,14 @@ class Instruction:
 
 _ENTRY_KEYS = frozenset({
     "arch", "family", "qualifier", "m", "n", "k", "a", "b", "c", "d", "cd",
-    "scale", "scale_block", "blocks", "sass", "source", "note",
+    "scale", "scale_block", "blocks", "sass", "source", "note", "satfinite", "bop", "sparse",
 })
 _REQUIRED = ("arch", "family", "qualifier", "m", "n", "k", "a", "b", "source")
 _TOP_KEYS = frozenset({"meta", "instruction"})
 _META_KEYS = frozenset({"vendor", "ptx_isa", "description"})
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _TEMPLATE_FIELDS = frozenset({"m", "n", "k", "a", "b", "c", "d", "scale", "blocks",
-                              "A", "B", "C", "D", "S"})
+                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP", "sp"})
 
 
 def _fail(where: str, msg: str) -> ValueError:
@@ -235,17 +263,19 @@ def _fill(where: str, template: str, values: dict[str, Any]) -> str:
 
 
 _AMD_AB = {
+    "i8": ("s8", "s8"),
     "f32": ("f32", "f32"), "f64": ("f64", "f64"), "f16": ("f16", "f16"),
     "bf16": ("bf16", "bf16"), "xf32": ("tf32", "tf32"),
     "fp8_fp8": ("e4m3fnuz", "e4m3fnuz"), "fp8_bf8": ("e4m3fnuz", "e5m2fnuz"),
     "bf8_fp8": ("e5m2fnuz", "e4m3fnuz"), "bf8_bf8": ("e5m2fnuz", "e5m2fnuz"),
 }
 _AMD_NAME = re.compile(
-    r"^v_mfma_(?P<d>f32|f64)_(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
+    r"^v_(?P<fam>mfma|smfmac)_(?P<d>f32|f64|i32)_(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
     r"(?:_(?P<blocks>\d+)b)?(?P<sep>_?)"
-    r"(?P<ab>xf32|f32|f64|bf16|f16|fp8_fp8|fp8_bf8|bf8_fp8|bf8_bf8)(?P<k1>_1k)?$"
+    r"(?P<ab>xf32|f32|f64|bf16|f16|i8|fp8_fp8|fp8_bf8|bf8_fp8|bf8_bf8)(?P<k1>_1k)?$"
 )
 _AMD_CDNA3_STYLE = {"gfx908": False, "gfx90a": False, "gfx942": True}
+_SPARSE_NV = ("sp", "sp::ordered_metadata")
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 
 
@@ -261,8 +291,11 @@ def _check_name(where: str, ins: Instruction) -> None:
             raise _fail(where, f"{ins.name}: not an AMD MFMA mnemonic of the expected form")
         if (int(mt["m"]), int(mt["n"]), int(mt["k"])) != ins.shape:
             raise _fail(where, f"{ins.name}: shape in the name is not (m, n, k) = {ins.shape}")
-        if (mt["d"], mt["d"]) != (ins.c, ins.d):
-            raise _fail(where, f"{ins.name}: name says c = d = {mt['d']}, "
+        dname = "s32" if mt["d"] == "i32" else mt["d"]
+        if mt["fam"] != ins.family:
+            raise _fail(where, f"{ins.name}: a {mt['fam']} name in family {ins.family}")
+        if (dname, dname) != (ins.c, ins.d):
+            raise _fail(where, f"{ins.name}: name says c = d = {dname}, "
                                f"fields say c = {ins.c}, d = {ins.d}")
         if _AMD_AB[mt["ab"]] != (ins.a, ins.b):
             raise _fail(where, f"{ins.name}: name says (a, b) = {_AMD_AB[mt['ab']]}, "
@@ -281,9 +314,27 @@ def _check_name(where: str, ins: Instruction) -> None:
             raise _fail(where, f"{ins.name}: '_1k' is a CDNA2 bf16 suffix")
         if ins.scale:
             raise _fail(where, f"{ins.name}: no block-scaled MFMA in the covered archs")
+        if ins.satfinite or ins.bop:
+            raise _fail(where, f"{ins.name}: satfinite and bop are NVIDIA qualifiers")
+        if (ins.family == "smfmac") != (ins.sparse == "smfmac"):
+            raise _fail(where, f"{ins.name}: v_smfmac_* and only they are sparse (sparse = 'smfmac')")
+        if ins.family == "smfmac" and (ins.blocks != 1 or _AMD_CDNA3_STYLE[ins.arch] is False):
+            raise _fail(where, f"{ins.name}: v_smfmac_* are single-block CDNA3 forms")
         return
     tokens = q.split(".")
-    shape_at = 2 if ins.family == "tcgen05" else 1
+    if ins.family == "wmma":
+        _check_wmma(where, ins, tokens)
+        return
+    sp_tok = tokens[1] if len(tokens) > 1 and tokens[1] in _SPARSE_NV else ""
+    if sp_tok != ins.sparse:
+        raise _fail(where, f"{ins.name}: token 1 must say sparse = {ins.sparse!r}")
+    if ins.sparse and ins.family not in ("mma", "wgmma"):
+        raise _fail(where, f"{ins.name}: only mma and wgmma have NVIDIA sparse forms")
+    if ins.sparse == "sp::ordered_metadata" and ins.family != "mma":
+        raise _fail(where, f"{ins.name}: sp::ordered_metadata is an mma qualifier")
+    if ins.sparse and ins.k % (2 * ins.sparsity[0]):
+        raise _fail(where, f"{ins.name}: a sparse K must be a multiple of {2 * ins.sparsity[0]}")
+    shape_at = 2 if ins.family == "tcgen05" or ins.sparse else 1
     mt = _SHAPE.match(tokens[shape_at]) if len(tokens) > shape_at else None
     if not mt or tuple(int(x) for x in mt.groups()) != ins.shape:
         raise _fail(where, f"{ins.name}: token {shape_at} must be "
@@ -291,6 +342,22 @@ def _check_name(where: str, ins: Instruction) -> None:
     tail = [ins.d, ins.a, ins.b] + ([ins.c] if ins.family == "mma" else [])
     if ins.scale:
         tail.append(ins.scale)
+    if ins.bop:
+        if ins.a != "b1" or ins.b != "b1" or ins.bop not in ("xor", "and"):
+            raise _fail(where, f"{ins.name}: bop (xor | and) goes with b1 operands only")
+        if tokens[-2:] != [ins.bop, "popc"]:
+            raise _fail(where, f"{ins.name}: must end with .{ins.bop}.popc")
+        tokens = tokens[:-2]
+    elif "b1" in (ins.a, ins.b):
+        raise _fail(where, f"{ins.name}: b1 operands need bop (xor | and)")
+    if ("satfinite" in tokens) != ins.satfinite:
+        raise _fail(where, f"{ins.name}: the .satfinite token must say satfinite = {ins.satfinite}")
+    if ins.satfinite and (not ins.integer or ins.bop):
+        raise _fail(where, f"{ins.name}: .satfinite is for s8/u8/s4/u4 operands")
+    integer = {ins.a in INT_FORMATS, ins.b in INT_FORMATS, ins.c in INT_FORMATS,
+               ins.d in INT_FORMATS}
+    if len(integer) != 1:
+        raise _fail(where, f"{ins.name}: integer and floating-point formats do not mix")
     if tokens[-len(tail):] != tail:
         raise _fail(where, f"{ins.name}: must end with .{'.'.join(tail)}")
     if ins.family != "mma" and ins.c != ins.d:
@@ -304,6 +371,32 @@ def _check_name(where: str, ins: Instruction) -> None:
         mv = re.fullmatch(r"scale_vec::([124])X", vec[0])
         if not mv or int(mv[1]) * ins.scale_block != ins.k:
             raise _fail(where, f"{ins.name}: {vec[0]} needs scale_block * V = k = {ins.k}")
+
+
+def _check_wmma(where: str, ins: Instruction, tokens: list[str]) -> None:
+    """wmma.mma[.bop.popc].shape.<types>[.satfinite]: types d.c for f16 operands, else d.a.b.c
+    (PTX ISA 9.7.14.4.x wmma.mma syntax)."""
+    head = ["wmma", "mma"] + ([ins.bop, "popc"] if ins.bop else [])
+    if tokens[:len(head)] != head:
+        raise _fail(where, f"{ins.name}: must start with {'.'.join(head)}")
+    rest = tokens[len(head):]
+    mt = _SHAPE.match(rest[0]) if rest else None
+    if not mt or tuple(int(x) for x in mt.groups()) != ins.shape:
+        raise _fail(where, f"{ins.name}: the shape token must be m{ins.m}n{ins.n}k{ins.k}")
+    rest = rest[1:]
+    if (rest[-1:] == ["satfinite"]) != ins.satfinite:
+        raise _fail(where, f"{ins.name}: .satfinite (last) must say satfinite = {ins.satfinite}")
+    if ins.satfinite:
+        rest = rest[:-1]
+        if not ins.integer or ins.bop:
+            raise _fail(where, f"{ins.name}: .satfinite is for s8/u8/s4/u4 operands")
+    want = [ins.d, ins.c] if (ins.a, ins.b) == ("f16", "f16") else [ins.d, ins.a, ins.b, ins.c]
+    if rest != want:
+        raise _fail(where, f"{ins.name}: the types must read .{'.'.join(want)}")
+    if ins.bop and (ins.a, ins.b) != ("b1", "b1"):
+        raise _fail(where, f"{ins.name}: bop goes with b1 operands")
+    if ins.sparse or ins.scale or ins.blocks != 1:
+        raise _fail(where, f"{ins.name}: wmma forms are dense, unscaled, single-block")
 
 
 def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[Instruction]:
@@ -365,11 +458,23 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
     blocks = e.get("blocks", 1)
     if not _is_int(blocks) or blocks < 1:
         raise _fail(where, "'blocks' must be a positive int")
-    for arch, m, n, k, a, b, (c, d) in itertools.product(archs, ms, ns, ks, a_s, b_s, cds):
+    sats = e.get("satfinite", False)
+    sats = sats if isinstance(sats, list) else [sats]
+    if not sats or not all(isinstance(x, bool) for x in sats):
+        raise _fail(where, "'satfinite' must be true, false or a list of them")
+    bops = _strs(where, "bop", e["bop"]) if "bop" in e else [""]
+    sps = _strs(where, "sparse", e["sparse"]) if "sparse" in e else [""]
+    for x in sps:
+        if x not in ("", "smfmac") + _SPARSE_NV:
+            raise _fail(where, f"'sparse' must be sp, sp::ordered_metadata or smfmac, not {x!r}")
+    for arch, m, n, k, a, b, (c, d), sat, bop, sp in itertools.product(
+            archs, ms, ns, ks, a_s, b_s, cds, sats, bops, sps):
         if scale_block and k % scale_block:
             raise _fail(where, f"scale_block {scale_block} does not divide k = {k}")
         vals = dict(m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale, blocks=blocks,
-                    A=a.upper(), B=b.upper(), C=c.upper(), D=d.upper(), S=scale.upper())
+                    A=a.upper(), B=b.upper(), C=c.upper(), D=d.upper(), S=scale.upper(),
+                    sat=".satfinite" if sat else "", SAT=".SAT" if sat else "",
+                    bop=bop, BOP=bop.upper(), sp=f".{sp}" if sp and sp != "smfmac" else "")
         qualifier = _fill(where, e["qualifier"], vals)
         vendor = VENDOR_OF[arch]
         if _FAMILY_VENDOR[family] != vendor:
@@ -379,6 +484,7 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
             family=family, m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale,
             scale_block=scale_block, sass=_fill(where, e.get("sass", ""), vals),
             source=e["source"], blocks=blocks, note=e.get("note", ""),
+            satfinite=sat, bop=bop, sparse=sp,
         )
         _check_name(where, ins)
         yield ins
@@ -468,7 +574,10 @@ def canonical_name(name: str) -> str:
     if arch.startswith("gfx"):
         return f"{arch}/{q.lower()}"
     tokens = [t for t in q.split(".") if t and t not in _DROP_TOKENS]
-    head = 2 if tokens[:2] == ["tcgen05", "mma"] else 1
+    head = 2 if tokens[:2] == ["tcgen05", "mma"] or (len(tokens) > 1 and tokens[1] in _SPARSE_NV) \
+        else 1
+    if tokens[:2] == ["wmma", "mma"]:
+        head = 4 if tokens[3:4] == ["popc"] else 2
     shapes = [i for i, t in enumerate(tokens) if _SHAPE_ANY.match(t)]
     if shapes and shapes[0] != head:
         tokens.insert(head, tokens.pop(shapes[0]))

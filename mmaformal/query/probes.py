@@ -1,6 +1,8 @@
 """Layer 5, query/probes: the probing steps of seed 002 sec. 3.1 as raw-bit tiles + a manifest.
 
-    mmaformal probes INSTR|THEORY --out DIR [--instr NAME] [--solve] [--timeout T] [--json]
+    mmaformal probes INSTR|THEORY [--out DIR] [--instr NAME] [--solve] [--timeout T] [--json]
+
+(without --out: the store's probes/<target>/, mmaformal.paths)
 
 Writes, per feature, DIR/<feature>/A.npy, B.npy, C.npy (tiles (T, M, K), (T, K, N), (T, M, N)
 of raw bits: the design's .npy form, run unchanged by `mmaformal simulate` and `mmaformal hw
@@ -25,6 +27,20 @@ Features (seed 002 sec. 3.1.1-3.1.3, FPRev [22] extended to fused nodes):
     specials        Inf x 0, Inf - Inf, NaN operands with payloads, +-Inf with finite terms
     zero_sign       exact cancellation with c = +-0, all-zero inputs with signed zeros
 
+Integer instructions (s8/u8/s4/u4/b1 with s32 accumulators) have their own features
+(`INT_FEATURES`): independence, extremes (products of the format extremes: -128 * -128,
+127 * -128, 255 * 255, -8 * -8, b1 patterns; accumulators INT32_MAX / INT32_MIN), overflow (c
+within a few products of a bound, pushed over it: wrap vs .satfinite) and sat_step (c near a
+bound, a first block that overflows and a later block that comes back: clamp at the end vs after
+each block of L; rivals sat_at = "step" with L = K/4, K/2).
+
+Sparse instructions (mma.sp, wgmma.sp, v_smfmac) take their probes as dense A rows (at most 2
+non-zeros per group of 4; rows of the other features that break the pattern are dropped), and
+get the feature `sparse`: U at k = 0, U 2^-j at k = 1, -U in a later group (one fused sum of
+the kept terms, or blocks over the logical K that round U + U 2^-j first), and NaN / Inf in B
+rows that the metadata prunes (seen only when all K terms are summed): sparse = "selected"
+against "dense".
+
 Rivals: every theory of theories/ that covers the instruction, plus the primary theory with the
 feature's parameter changed (mutants as in distinguish: SPEC[F=24], the RD-twin, ...). Each
 probe's predictions are computed concretely for every rival (numpy lanes over `Theory.dot`);
@@ -36,8 +52,8 @@ witness (which is then added as a probe), or "unknown" (time-out).
 `dot_probes(ins)` gives the same dot products as two Batches (regular: finite results; special:
 specials, overflow, zero results) for the pool of mmaformal.query.infer.
 
-May import: numpy, fp, isa, theory, classes (from_float), query.distinguish, query.infer
-(Batch, evaluate: lazily). Invariant: every probe input is exact in its formats (built from
+May import: numpy, fp, isa, theory, classes (from_float), query.frame / model / pool (Batch,
+evaluate) / search. Invariant: every probe input is exact in its formats (built from
 exactly representable values and checked by decoding back); infeasible probes are skipped.
 """
 from __future__ import annotations
@@ -52,13 +68,23 @@ from pathlib import Path
 import numpy as np
 
 from .. import fp, isa
-from .distinguish import BadInput, EXIT_BAD, EXIT_OK, Model, _hex, mutate, resolve
+from .frame import EXIT_BAD, EXIT_OK, BadInput, seconds
+from .model import Model, _hex, mutate, resolve
+from .pool import Batch, evaluate
+from .search import build, search
 
-__all__ = ["FEATURES", "dot_probes", "build_probes", "rivals", "write", "add_parser", "run"]
+__all__ = ["FEATURES", "INT_FEATURES", "features", "dot_probes", "build_probes", "rivals", "write", "add_parser", "run"]
 
 FEATURES = ("independence", "order", "precision", "alignment", "output_rounding", "zero_exp",
             "normalization", "out_of_range", "subnormal", "specials", "zero_sign")
 _SPECIAL_FEATURES = ("normalization", "out_of_range", "subnormal", "specials", "zero_sign")
+INT_FEATURES = ("independence", "extremes", "overflow", "sat_step")
+
+
+def features(ins: isa.Instruction) -> tuple[str, ...]:
+    """The probe features of an instruction."""
+    base = INT_FEATURES if ins.integer else FEATURES
+    return base + (("sparse",) if ins.sparse and not ins.integer else ())
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
@@ -130,7 +156,7 @@ class _Builder:
         self.ins = ins
         self.fa, self.fb, self.fc = fp.fmt(ins.a), fp.fmt(ins.b), fp.fmt(ins.c)
         self.fd = fp.fmt(ins.d)
-        self.rows: dict[str, list] = {f: [] for f in FEATURES}
+        self.rows: dict[str, list] = {f: [] for f in features(ins)}
 
     def add(self, feature: str, desc: str, prods: list, c) -> bool:
         K = self.ins.k
@@ -141,12 +167,26 @@ class _Builder:
         cb = _bits1(self.fc, c)
         if cb is None or any(x is None for x in ab):
             return False
+        if not self._sparse_ok([x[0] for x in ab]):
+            return False
         self.rows[feature].append((desc, [x[0] for x in ab], [x[1] for x in ab], cb))
         return True
 
+    def _sparse_ok(self, a: list) -> bool:
+        """A dense A row of a sparse instruction keeps the 2:4 (1:2) pattern."""
+        if not self.ins.sparse:
+            return True
+        from ..sparse import zero_mask
+        G, kept = self.ins.sparsity
+        zm = zero_mask(self.ins.a)
+        return all(sum(1 for x in a[g:g + G] if int(x) & zm) <= kept for g in range(0, len(a), G))
+
     def add_raw(self, feature: str, desc: str, a: list, b: list, c: int) -> None:
         K = self.ins.k
-        self.rows[feature].append((desc, list(a) + [0] * (K - len(a)), list(b) + [0] * (K - len(b)), c))
+        a = list(a) + [0] * (K - len(a))
+        if not self._sparse_ok(a):
+            return
+        self.rows[feature].append((desc, a, list(b) + [0] * (K - len(b)), c))
 
 
 def _range(bd: _Builder) -> tuple[int, int]:
@@ -159,12 +199,115 @@ def _range(bd: _Builder) -> tuple[int, int]:
     return hi, lo
 
 
+def _ibits(f, v: int) -> int | None:
+    """Raw bits of the integer v in integer format f, or None when out of range."""
+    return v & ((1 << f.k) - 1) if f.lo <= v <= f.hi else None
+
+
+def _int_probes(ins: isa.Instruction) -> _Builder:
+    """The integer features (see the module docstring); every input is in range by
+    construction (checked by _ibits)."""
+    bd = _Builder(ins)
+    fa, fb, fc = bd.fa, bd.fb, bd.fc
+    K = ins.k
+    MAX, MIN = fc.hi, fc.lo
+    b1 = fa.name == "b1"
+
+    def add(feature, desc, pairs, c):
+        a = [_ibits(fa, x) for x, _ in pairs]
+        b = [_ibits(fb, y) for _, y in pairs]
+        cb = _ibits(fc, c)
+        if cb is None or None in a or None in b:
+            return
+        bd.add_raw(feature, desc, a, b, cb)
+
+    vals_a = sorted({fa.lo, fa.hi, 0, 1, min(fa.hi, 2), max(fa.lo, -1)})
+    vals_b = sorted({fb.lo, fb.hi, 0, 1, min(fb.hi, 2), max(fb.lo, -1)})
+    for x in vals_a:
+        for y in vals_b:
+            for c in (0, MAX, MIN):
+                add("extremes", f"a0={x}, b0={y}, c={c}", [(x, y)], c)
+                add("extremes", f"a{K - 1}={x}, b{K - 1}={y}, c={c}", [(0, 0)] * (K - 1) + [(x, y)], c)
+    # every product at an extreme (the largest sums the instruction can form)
+    for x, y in ((fa.lo, fb.lo), (fa.hi, fb.hi), (fa.lo, fb.hi), (fa.hi, fb.lo)):
+        for c in (0, MAX, MIN, -1):
+            add("extremes", f"all a={x}, b={y}, c={c}", [(x, y)] * K, c)
+    # overflow: c within a few products of a bound, pushed over by n products
+    big = max(((fa.lo, fb.lo), (fa.hi, fb.hi), (fa.lo, fb.hi), (fa.hi, fb.lo)),
+              key=lambda p: p[0] * p[1])
+    neg = min(((fa.lo, fb.hi), (fa.hi, fb.lo), (fa.lo, fb.lo)), key=lambda p: p[0] * p[1])
+    pb, pn = big[0] * big[1], neg[0] * neg[1]
+    for n in sorted({1, 2, K // 2, K}):
+        for d in (0, 1, pb - 1, pb, n * pb - 1, n * pb):
+            if pb > 0:
+                add("overflow", f"c=INT32_MAX-{d}, {n} products {big[0]}*{big[1]}", [big] * n, MAX - d)
+            if pn < 0:
+                add("overflow", f"c=INT32_MIN+{d}, {n} products {neg[0]}*{neg[1]}", [neg] * n, MIN + d)
+    if b1:
+        for n in sorted({1, K // 2, K}):
+            add("overflow", f"c=INT32_MAX, {n} ones", [(1, 0)] * n, MAX)
+    # sat_step: block 1 overflows, a later block comes back (clamp at the end vs per block)
+    if pb > 0 and pn < 0:
+        for L in sorted({K // 4, K // 2} - {0}):
+            for over in (1, pb, 3 * pb):
+                for back in (1, 2, L):
+                    first = [big] * L
+                    later = [(0, 0)] * (K - L - back) + [neg] * back
+                    if len(later) + L != K or K - L - back < 0:
+                        continue
+                    c = MAX - L * pb + over
+                    add("sat_step", f"c={c}, products k<{L}: {big[0]}*{big[1]}, last {back}: "
+                        f"{neg[0]}*{neg[1]}", first + later, c)
+                    c2 = MIN - L * pn - over
+                    add("sat_step", f"c={c2}, products k<{L}: {neg[0]}*{neg[1]}, last {back}: "
+                        f"{big[0]}*{big[1]}", [neg] * L + [(0, 0)] * (K - L - back) + [big] * back, c2)
+    return bd
+
+
+def _sparse_probes(bd: _Builder, eu: int, ev: int) -> None:
+    """Feature `sparse` (see the module docstring)."""
+    ins = bd.ins
+    K = ins.k
+    G, kept = ins.sparsity
+    U = 2.0 ** eu
+    k_eps = 1 if kept > 1 else G                     # tf32 1:2: eps in the next pair
+    for g2 in range(1, K // G):
+        q = g2 * G
+        if q <= k_eps:
+            continue
+        for j in range(6, 44):
+            prods = [0.0] * K
+            prods[0], prods[k_eps], prods[q] = U, U * 2.0 ** -j, -U
+            bd.add("sparse", f"p0=U, p{k_eps}=U 2^-{j}, p{q}=-U (U=2^{eu})", prods, 0.0)
+    # NaN / Inf in a B row that the metadata prunes
+    one_a = _bits1(bd.fa, 1.0)
+    one_b = _bits1(bd.fb, 1.0)
+    cb = _bits1(bd.fc, 1.0)
+    specials = [x for x in (bd.fb.inf and bd.fb.inf_code << bd.fb.pad,
+                            bd.fb.nan != "none" and fp.default_nan(bd.fb)) if x]
+    if one_a is None or one_b is None or cb is None:
+        return
+    for g in range(K // G):
+        for sp in specials:
+            a = [0] * K
+            b = [0] * K
+            a[g * G] = one_a
+            b[g * G] = one_b
+            b[g * G + G - 1] = sp                    # pruned: a is +0 there, metadata skips it
+            bd.add_raw("sparse", f"a{g * G}=1, b{g * G}=1, b{g * G + G - 1}={hex(sp)} "
+                       f"(pruned), c=1", a, b, cb)
+
+
 def build_probes(ins: isa.Instruction) -> _Builder:
+    if ins.integer:
+        return _int_probes(ins)
     bd = _Builder(ins)
     K = ins.k
     fa, fd = bd.fa, bd.fd
     eu, ev = _range(bd)
     U, v = 2.0 ** eu, 2.0 ** ev
+    if ins.sparse:
+        _sparse_probes(bd, eu, ev)
     # order (Step 2, FPRev with c as summand K)
     pairs = [(i, j) for i in range(K + 1) for j in range(K + 1) if i != j]
     if len(pairs) > 160:
@@ -287,7 +430,6 @@ def build_probes(ins: isa.Instruction) -> _Builder:
 
 
 def _batch(ins, rows, feature):
-    from .infer import Batch
     if not rows:
         return None
     st = lambda f: _UINT[fp.fmt(f).storage]
@@ -305,10 +447,11 @@ def _batch(ins, rows, feature):
 def dot_probes(ins: isa.Instruction):
     """(regular, special) Batches of the dot-product probes (independence excluded); None
     where no probe is exact in the instruction's formats (e.g. e2m1)."""
-    from .infer import Batch
     bd = build_probes(ins)
-    reg = [x for x in (_batch(ins, bd.rows[f], f) for f in FEATURES if f not in _SPECIAL_FEATURES) if x]
-    spec = [x for x in (_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES) if x]
+    feats = features(ins)
+    reg = [x for x in (_batch(ins, bd.rows[f], f) for f in feats
+                       if f not in _SPECIAL_FEATURES and f != "independence") if x]
+    spec = [x for x in (_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES if f in bd.rows) if x]
     return (Batch.concat(reg) if reg else None), (Batch.concat(spec) if spec else None)
 
 
@@ -331,6 +474,10 @@ _FEATURE_MUTANTS = {
         (("default", "propagate") if th.op in ("fma_chain", "e_fdpa", "ftz_addmul") else ())
         + ((0x7FFFFFFF, 0x7FC00000) if ins.d == "f32" else (0x7FFF, 0x7E00) if ins.d in ("f16", "bf16") else ()))
         if "nan" in p and n != p["nan"]],
+    "overflow": lambda p, ins, th: [{"sat": v} for v in ("always", "never") if "sat" in p and v != p["sat"]],
+    "sat_step": lambda p, ins, th: [{"sat_at": "step", "L": l} for l in sorted({ins.k // 4, ins.k // 2} - {0})
+                                    if "sat_at" in p],
+    "sparse": lambda p, ins, th: [{"sparse": m} for m in ("selected", "dense") if m != th.sparse],
     "zero_sign": lambda p, ins, th: [{"zero_sign": z} for z in ("ieee", "positive") if "zero_sign" in p and z != p["zero_sign"]],
 }
 
@@ -371,6 +518,9 @@ def _independence(ins: isa.Instruction, n: int = 4, seed: int = 0):
     from ..classes import generate
     rng = np.random.default_rng(seed)
     a, b, c = generate("normal", ins.a, ins.b, ins.c, ins.k, n, rng)
+    if ins.sparse:                      # keep the 2:4 (1:2) pattern: the first kept of each group
+        G, kept = ins.sparsity
+        a[:, (np.arange(ins.k) % G) >= kept] = 0
     A = np.repeat(a[:, None, :], ins.m, axis=1)
     B = np.repeat(b[:, :, None], ins.n, axis=2)
     C = np.repeat(np.repeat(c[:, None, None], ins.m, axis=1), ins.n, axis=2)
@@ -380,7 +530,6 @@ def _independence(ins: isa.Instruction, n: int = 4, seed: int = 0):
 def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = False,
           solver: str = "bitwuzla", timeout: float = 30) -> dict:
     """Write the probe files and the manifest; returns the manifest."""
-    from .infer import Batch, evaluate
     t0 = time.perf_counter()
     base = resolve(spec, instr)
     ins = base.ins
@@ -395,7 +544,7 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
                           "<feature>/A.npy, B.npy, C.npy; other elements are +0 (independence: "
                           "every row and column holds the probe)",
                 "source": "seed 002 sec. 3.1 (CLFP steps 1-3), FPRev [22] extended to fused nodes"}
-    for feature in FEATURES:
+    for feature in features(ins):
         rv = rivals(base, feature)
         if feature == "independence":
             A, B, C = _independence(ins)
@@ -454,7 +603,6 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
 
 def _solve_pairs(rv: list[Model], pairs, solver, timeout) -> list[dict]:
     """Solver check of rival pairs that no probe separates: equivalent, witness, or unknown."""
-    from .distinguish import build, search
     by = {m.label: m for m in rv}
     res = []
     for x, y in pairs[:12]:
@@ -471,18 +619,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q = subparsers.add_parser("probes", help="probe tiles (seed 002 sec. 3.1) + manifest",
                               description=__doc__.split("\n\n")[0])
     q.add_argument("target", metavar="INSTR|THEORY", help="an instruction or a model spec")
-    q.add_argument("--out", required=True, metavar="DIR")
+    q.add_argument("--out", metavar="DIR",
+                   help="where to write (default: the store's probes/<target>/; see --store)")
     q.add_argument("--instr", metavar="NAME", help="instruction for a theory id")
     q.add_argument("--solve", action="store_true",
                    help="hand rival pairs that no probe separates to the solver")
     q.add_argument("--solver", default="bitwuzla")
-    q.add_argument("--timeout", type=float, default=30)
+    q.add_argument("--timeout", type=seconds, default=30)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=run)
     return q
 
 
 def run(args) -> int:
+    if not args.out:
+        import re
+        from .. import paths
+        args.out = paths.store("probes") / re.sub(r"[^A-Za-z0-9._-]+", "_", args.target).strip("_")
     try:
         man = write(args.target, args.out, args.instr, args.solve, args.solver, args.timeout)
     except BadInput as e:
