@@ -1030,10 +1030,13 @@ def supported(th, ins) -> tuple[bool, str]:
     key = (th.hash(), ins.name)
     r = _SUPPORTED.get(key)
     if r is None:
-        try:
-            step_source(th, ins)
-            r = (True, "")
-        except Unsupported as e:
-            r = (False, str(e))
+        if getattr(ins, "sparse", ""):
+            r = (False, "sparse instructions (metadata inputs) run on the CPU path")
+        else:
+            try:
+                step_source(th, ins)
+                r = (True, "")
+            except Unsupported as e:
+                r = (False, str(e))
         _SUPPORTED[key] = r
     return r

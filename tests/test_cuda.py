@@ -40,6 +40,8 @@ KINDS = {
     "fma_chain.f32": "gfx908/v_mfma_f32_32x32x2f32",
     "fma_chain.f64": "sm90/mma.m16n8k4.f64.f64.f64.f64",
     "hmma_fp8_chain": "sm90/mma.m16n8k32.f32.e4m3.e4m3.f32",
+    "int_chain": "sm80/mma.m16n8k32.s32.s8.s8.s32",
+    "int_chain.satfinite": "sm80/mma.m16n8k32.satfinite.s32.s8.s8.s32",
 }
 
 
@@ -65,9 +67,12 @@ def _lanes(ins, n, seed):
 
 
 def test_kinds_cover_every_op():
+    """Every op of a dense instruction is among KINDS (sparse ones run on the CPU path)."""
     ops = {_ins_th(n)[1].op for n in KINDS.values()}
-    all_ops = {T.default().resolve(i, None).op for i in isa.instructions()}
+    all_ops = {T.default().resolve(i, None).op for i in isa.instructions() if not i.sparse}
     assert all_ops <= ops, all_ops - ops
+    sp = next(i for i in isa.instructions() if i.sparse)
+    assert cuda.supported(T.default().resolve(sp, None), sp)[0] is False
 
 
 # ------------------------------------------------------------------------------------------
