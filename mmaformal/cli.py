@@ -96,6 +96,8 @@ def _parser(argv=None) -> argparse.ArgumentParser:
                    "with it A is compressed (..., M, K/2), without it A is dense (..., M, K)")
     q.add_argument("--out", required=True, metavar="D.npy")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
+    q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="where to run: auto (default) takes an NVIDIA GPU when CuPy can use one")
     q.add_argument("--json", action="store_true")
 
     q = sub.add_parser("compare", help="one dot product through many instructions")
@@ -244,19 +246,36 @@ def _cmd_simulate(args) -> int:
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
     E = load_npy(args.meta, "--meta")
+    device, note = _device(args.device, ins, th)
     t0 = time.perf_counter()
-    D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E)
+    D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E, device=device)
     dt = time.perf_counter() - t0
     written = save_npy(args.out, D)
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
             "shape": list(D.shape), "dtype": D.dtype.name, "dot_products": int(D.size),
-            "seconds": round(dt, 6)}
+            "seconds": round(dt, 6), "device": device, "device_note": note}
     if args.json:
         _print_json(info)
     else:
         print(f"{ins.name}: wrote {written} {tuple(D.shape)} {D.dtype.name} "
               f"({D.size} dot products, theory {th.id} [{th.status}], {dt:.3f} s)")
     return 0
+
+
+def _device(requested: str, ins, th) -> tuple[str, str]:
+    """The device a verb runs on ('cpu' | 'cuda') and why (shown under --json); --device cuda
+    without a usable GPU, or for a theory without a GPU form, is a one-line error (exit 2)."""
+    if requested == "cpu":
+        return "cpu", "cpu requested"
+    from .cuda import resolve_device, supported
+    dev, note = resolve_device(requested)
+    if dev == "cuda":
+        ok, why = supported(th, ins)
+        if not ok:
+            if requested == "cuda":
+                raise ValueError(f"--device cuda: {ins.name} has no GPU form of theory {th.id} ({why})")
+            return "cpu", f"no GPU form of theory {th.id}: {why}"
+    return dev, note
 
 
 # --------------------------------------------------------------------------------------------

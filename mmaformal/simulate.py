@@ -1,7 +1,8 @@
 """Layer 5 front end, simulate: run any catalog instruction bit-exactly on the CPU.
 
 May import: numpy, mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits (never z3:
-this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays).
+this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays;
+mmaformal.cuda lazily, for ``device="cuda"`` / ``"auto"``: the same trace on an NVIDIA GPU).
 
 ``simulate(instr, a, b, c, scale_a=None, scale_b=None, theory=None)`` computes D = A*B + C with
 the instruction's primary theory (or a named one) on the numpy back-end: every element of every
@@ -199,8 +200,11 @@ def _shape_err(where, what, got, want) -> ValueError:
 
 
 def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, theory=None,
-             chunk: int = DEFAULT_CHUNK, meta=None) -> np.ndarray:
-    """Raw bits of D = A*B + C for the instruction (see the module docstring)."""
+             chunk: int = DEFAULT_CHUNK, meta=None, device: str = "cpu") -> np.ndarray:
+    """Raw bits of D = A*B + C for the instruction (see the module docstring).
+
+    device: "cpu", "cuda" (the same trace on an NVIDIA GPU, mmaformal.cuda; ValueError when
+    there is none) or "auto" (CUDA when usable and the trace has a CUDA form, else CPU)."""
     ins = isa.lookup(instr) if not isinstance(instr, Instruction) else instr
     th = _theory.default().resolve(ins, theory)
     name = ins.name
@@ -269,6 +273,11 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     if ins.scale:
         SAb = np.broadcast_to(SA, batch + SA.shape[-2:])
         SBt = np.swapaxes(np.broadcast_to(SB, batch + SB.shape[-2:]), -1, -2)
+    if device != "cpu" and _on_gpu(th, ins, device):
+        from . import cuda
+        out.reshape(-1, M * N)[:] = cuda.simulate_tiles(
+            th, ins, Ab, Bt, Cb, SAb if ins.scale else None, SBt if ins.scale else None)
+        return out
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
     flat = out.reshape(-1)
     chunk = max(1, int(chunk))
@@ -342,6 +351,19 @@ def _simulate_sparse(th, ins, Ab, Eb, Bt, Cb, out, chunk):
         flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
             np.array([int(x) for x in v], dtype=out.dtype)
     return out
+
+
+def _on_gpu(th, ins, device: str) -> bool:
+    """Whether to run on the GPU: "cuda" demands it (ValueError naming why not), "auto" takes
+    it when a GPU is usable and the trace has a CUDA form."""
+    from . import cuda
+    dev, _ = cuda.resolve_device(device)
+    if dev == "cpu":
+        return False
+    ok, why = cuda.supported(th, ins)
+    if not ok and device == "cuda":
+        raise ValueError(f"{ins.name}: no GPU form of theory {th.id} ({why})")
+    return ok
 
 
 def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
