@@ -1,7 +1,8 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
 May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
-mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3 at module level (the simulator path imports this module).
+mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3
+at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -71,7 +72,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fp, isa, mma
+from . import fp, isa, mma, paths
 from .bits import BV, Backend, ite
 from .isa import Instruction
 
@@ -80,7 +81,8 @@ __all__ = [
     "STATUSES",
 ]
 
-THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES", Path(__file__).resolve().parent.parent / "theories"))
+#: the theory files: $MMAFORMAL_THEORIES, else the shipped theories/ (mmaformal.paths)
+THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES") or paths.shipped("theories"))
 
 MODELS = ("fdpa", "fma", "ftz_addmul", "int")
 FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
@@ -130,6 +132,8 @@ def _check_param(name: str, v: Any) -> str | None:
                 '"propagate-ORDER[:CODE]" (e.g. "propagate-bca:0xFFF8000000000000")')
     if name == "overflow":
         return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
+    if name == "zero_group":
+        return None if v in ("sum", "products") else '"sum" or "products"'
     if name == "zero_sign":
         return None if v in ("ieee", "positive") else '"ieee" or "positive"'
     if name == "sat_at":

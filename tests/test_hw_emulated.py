@@ -100,7 +100,7 @@ NAMES = ["sm90/mma.m16n8k16.f32.f16.f16.f32", "sm90/mma.m16n8k16.f16.f16.f16.f16
 @pytest.mark.parametrize("name", NAMES)
 def test_selfcheck_and_probe_pass_on_declared_layout(fake_gpu, name):
     assert runner.available()[0]
-    ok, msg = runner.layout_selfcheck(name, tiles=8)
+    ok, msg = check.layout_selfcheck(name, tiles=8)
     assert ok, msg
     p = check.layout_probe(name, chunk=700)
     assert p["consistent"], p["message"]
@@ -110,7 +110,7 @@ def test_selfcheck_and_probe_pass_on_declared_layout(fake_gpu, name):
                                   "sm90/wgmma.m64n8k16.f16.f16.f16"])
 def test_broken_layout_is_caught(fake_gpu, name):
     fake_gpu["broken"] = True
-    ok, msg = runner.layout_selfcheck(name, tiles=8)
+    ok, msg = check.layout_selfcheck(name, tiles=8)
     assert not ok and "differ" in msg
     p = check.layout_probe(name)
     assert not p["consistent"], p["message"]
