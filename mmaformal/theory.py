@@ -1,7 +1,8 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
 May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
-mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3 at module level (the simulator path imports this module).
+mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3
+at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The

@@ -247,6 +247,10 @@ def minimize(q: Query, found: Found, solver: str = "bitwuzla",
     minimized witness, a report: the measures before and after, each solver query's status and
     seconds, total seconds, and whether every query was answered)."""
     t0 = time.perf_counter()
+    if any(fp.fmt(f).is_int for f in (q.inp.fa, q.inp.fb, q.inp.fc)):
+        # issue 14: integer witnesses have no exponents or significands to shrink
+        return found, {"before": None, "after": None, "queries": [], "seconds": 0.0,
+                       "complete": True, "skipped": "integer formats: nothing to minimize"}
     run = _Run(q, solver if solver != "portfolio" else "bitwuzla", step_timeout, backends,
                t0 + budget, [], [])
     before = measure(found.witness)
@@ -375,6 +379,8 @@ def equation(w: Witness, outputs: dict | None = None, d: str | None = None) -> s
 
 def describe(report: dict) -> str:
     """One line: what the minimization did."""
+    if report.get("skipped"):
+        return f"not minimized: {report['skipped']}"
     b, a = report["before"], report["after"]
     if report.get("skipped"):
         return f"not minimized ({report['skipped']}): non-zero products {b['products']}"
