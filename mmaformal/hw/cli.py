@@ -1,6 +1,6 @@
 """`mmaformal hw run|validate`: the GPU front end's command-line verbs (layer 5).
 
-    mmaformal hw run INSTR --a A.npy --b B.npy --c C.npy --out D.npy
+    mmaformal hw run INSTR --a A.npy --b B.npy --c C.npy --out D.npy [--meta E.npy]
     mmaformal hw validate INSTR [...] --tests N [--classes a,b] [--seed S] [--out DIR]
 
 No GPU, no CuPy, no nvcc, or a GPU that is not sm_90: one line and exit 2 (HardwareUnavailable).
@@ -25,6 +25,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("instr")
     for k in ("a", "b", "c", "out"):
         r.add_argument(f"--{k}", required=True, type=Path)
+    r.add_argument("--meta", type=Path, help="sparse forms: kept positions (uint8, the compressed "
+                   "A's shape); without it A is dense with the allowed zeros")
     v = hs.add_parser("validate", help="random CLFP-class tests on the GPU against the theory")
     v.add_argument("instr", nargs="*")
     v.add_argument("--preset", choices=["sm90"])
@@ -50,7 +52,8 @@ def run(args) -> int:
         if not ok:
             raise ValueError(f"no usable GPU: {why}")
         a, b, c = (np.load(p, allow_pickle=False) for p in (args.a, args.b, args.c))
-        np.save(args.out, runner.run(name, a, b, c))
+        meta = np.load(args.meta, allow_pickle=False) if args.meta else None
+        np.save(args.out, runner.run(name, a, b, c, meta=meta))
         return 0
     from . import validate
     names = [_supported(n) for n in args.instr] + (validate.PRESETS[args.preset] if args.preset else [])
