@@ -8,10 +8,14 @@ to it), whether it survived but unproved rivals remain ("unresolved": solver tim
 failed. Prints a table (theory, instruction, family, candidates, queries, seconds, result) and
 the time per instruction.
 
-    python3 bench/bench_infer.py [--only PATTERN] [--timeout S] [--jobs N] [--out FILE.json]
+    python3 bench/bench_infer.py [--only PATTERN] [--timeout S] [--jobs N] [--ray auto|local|ADDR]
+                                 [--progress FILE.jsonl] [--out FILE.json]
 
 Theories are grouped by instruction so that pool evaluations are shared (they do not depend on
-the oracle). May import: mmaformal (query.family, query.infer, theory).
+the oracle); each instruction is one job of the campaign runner (mmaformal.query.campaign: a
+local pool of --jobs processes, or Ray; a job past its limit is killed and its rows say so; with
+--progress an interrupted run resumes). May import: mmaformal (query.campaign, query.family,
+query.infer, theory).
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mmaformal import theory as _theory  # noqa: E402
+from mmaformal.query import campaign as _campaign  # noqa: E402
 from mmaformal.query import family as _family  # noqa: E402
 from mmaformal.query import infer as _infer  # noqa: E402
 from mmaformal.query.distinguish import Model  # noqa: E402
@@ -67,8 +72,13 @@ def one(args) -> list[dict]:
             row.update(result=f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:120]}",
                        seconds=round(time.perf_counter() - t0, 1))
         rows.append(row)
-        print(_fmt(row), flush=True)
     return rows
+
+
+def infer_job(instr: str, tids: list[str], timeout: float, max_queries: int,
+              budget: float) -> dict:
+    """A campaign job: the rows of one instruction's theories."""
+    return {"status": "done", "rows": one(((instr, tids), timeout, max_queries, budget))}
 
 
 def _fmt(r: dict) -> str:
@@ -83,7 +93,12 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=60, help="seconds per solver call")
     p.add_argument("--solver-budget", type=float, default=120, help="solver seconds per theory")
     p.add_argument("--max-queries", type=int, default=64)
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the CPUs available)")
+    p.add_argument("--ray", metavar="auto|local|ADDRESS", help="run on a Ray cluster (its "
+                   "workers must import bench_infer: run from a checkout on a shared file system)")
+    p.add_argument("--progress", metavar="FILE.jsonl", help="progress store: resume a run")
+    p.add_argument("--limit", type=float, help="seconds per instruction, enforced by killing "
+                   "its worker (default: 4 x --solver-budget + 120)")
     p.add_argument("--out", type=Path)
     a = p.parse_args(argv)
     ts = _theory.default()
@@ -97,12 +112,23 @@ def main(argv=None) -> int:
     print("| theory | instruction | family | candidates | queries | seconds | result |")
     print("|---|---|---|---|---|---|---|", flush=True)
     t0 = time.perf_counter()
-    work = [((i, tids), a.timeout, a.max_queries, a.solver_budget) for i, tids in sorted(groups.items())]
-    if a.jobs > 1:
-        with mp.get_context("fork").Pool(a.jobs) as pool:
-            rows = [r for rs in pool.imap_unordered(one, work) for r in rs]
-    else:
-        rows = [r for w in work for r in one(w)]
+    jobs = [_campaign.Job(i, "bench_infer:infer_job",
+                          dict(instr=i, tids=tids, timeout=a.timeout, max_queries=a.max_queries,
+                               budget=a.solver_budget),
+                          limit=a.limit or 4 * a.solver_budget + 120)
+            for i, tids in sorted(groups.items())]
+
+    def show(job, r):
+        if r["status"] != "done":      # killed at the limit, or its worker died: say so per row
+            r["rows"] = [{"theory": t, "instruction": job.id, "status_in_theories": "",
+                          "result": f"ERROR job {r['status']}: {r.get('reason', '')}",
+                          "seconds": r.get("seconds", "-")} for t in job.kwargs["tids"]]
+        for row in r["rows"]:
+            print(_fmt(row), flush=True)
+        return {"rows": r["rows"]}
+    rs = _campaign.run(jobs, workers=a.jobs, ray=a.ray, progress=a.progress, on_result=show,
+                       bar=False)
+    rows = [row for r in rs for row in r["rows"]]
     total = time.perf_counter() - t0
     ok = sum(r["result"] == "ok" for r in rows)
     unres = sum(r["result"] == "unresolved" for r in rows)

@@ -104,8 +104,10 @@ def bench_pysmt(K: int = 8) -> dict:
 
 
 def bench_store(timeout: float) -> dict:
-    from mmaformal.query.distinguish import CACHE_DIR, check
-    from mmaformal.query.store import PROOFS
+    from mmaformal import paths
+    from mmaformal.query.distinguish import check
+    PROOFS = paths.shipped("proofs")            # the stored records (checkout or installed)
+    CACHE_DIR = PROOFS / "cache"
     t0 = time.perf_counter()
     n, bad = 0, []
     for q in sorted(CACHE_DIR.glob("*.smt2")):

@@ -125,6 +125,10 @@ probe("GTR-FDPA: c = NaN next to products >= 2^25 is dropped", "CDNA3", GTR,
       {0: (0x7F, 0x7F)}, 0x7FC00000, 0x7FFFFFFF, "same mechanism")
 probe("GTR-FDPA: c = +Inf with small products", "CDNA3", GTR, {0: (0x40, 0x40)}, 0x7F800000,
       0x7F800000, "")
+probe("GTR-FDPA: a NaN product of block 1 is dropped by block 2 (K 32, L 16)", "CDNA3", GTR,
+      {0: (0x80, 0x40), 16: (0x7F, 0x7F)}, 0, 0x7FC00000,
+      "block 1 gives NaN (bf8 fnuz 0x80); as block 2's c it has the frexp exponent -1 and the "
+      "special truncation zeroes it next to a product >= 2^25 (found by bench/bench_mmasim_diff.py)")
 
 # --- CDNA2 FTZ-AddMul -------------------------------------------------------------------------
 FTZ = "f32_32x32x8f16"

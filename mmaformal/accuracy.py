@@ -252,6 +252,11 @@ def study(instrs: "Sequence[str | Instruction]", *, dist: str = "normal", n: int
     if not instrs:
         raise ValueError("no instruction given")
     inss = [i if isinstance(i, Instruction) else isa.lookup(i) for i in instrs]
+    for i in inss:    # issue 14: the integer forms are exact up to wrap / .satfinite
+        if i.integer or i.sparse:
+            raise ValueError(f"{i.name}: accuracy measures floating-point rounding error of dense "
+                             f"instructions; use simulate/compare/emulate for "
+                             + ("integer" if i.integer else "sparse") + " instructions")
     if n < 1:
         raise ValueError(f"--n must be >= 1, got {n}")
     kk = _lcm([i.k for i in inss])

@@ -16,6 +16,15 @@ instruction's own operand format (instructions where they do not fit are exclude
 ``0x...:FMT`` is the value of those bits in format FMT. Use ``--a=...`` (with '=') when the
 first value is negative.
 
+Global options, accepted before or after the verb:
+
+    --store DIR     where the verbs that store records write them (distinguish --save, prove
+                    --save, probes, hw validate, infer --save): an existing, writable directory
+                    (else exit 2); also $MMAFORMAL_STORE. Default: the checkout's own folders
+                    when run from one, else $XDG_DATA_HOME/mmaformal or ~/.local/share/mmaformal
+                    (mmaformal.paths). Readers read the shipped records and the store's.
+    --version       the package version and the versions of the solvers found
+
 Exit codes: 0 success; 2 bad input or usage, with one line on stderr and no traceback.
 """
 from __future__ import annotations
@@ -50,10 +59,13 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     (``_MODULE_VERBS``) are built only when needed: for the verb argv names, or for all of them
     when argv names none or an unknown one (help and "invalid choice" list every verb). So a
     built-in verb such as ``simulate`` never imports the query, hw, emulate, ... modules."""
-    from . import __version__
     p = _Parser(prog="mmaformal", description="Formal, bit-exact models of GPU matrix-multiply-"
                 "accumulate arithmetic: list, simulate, compare, explain.")
-    p.add_argument("--version", action="version", version=f"mmaformal {__version__}")
+    p.add_argument("--version", action=_VersionAction, nargs=0,
+                   help="print the package version and the solvers' versions and exit")
+    p.add_argument("--store", metavar="DIR", help="where records are written (also "
+                   "$MMAFORMAL_STORE; default: the checkout when run from one, else "
+                   "~/.local/share/mmaformal); accepted before or after the verb")
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     import importlib
@@ -93,6 +105,8 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--a", required=True, help="comma-separated values (use --a=...)")
     q.add_argument("--b", required=True, help="comma-separated values")
     q.add_argument("--c", required=True, help="one value")
+    q.add_argument("--list-excluded", action="store_true",
+                   help="name every excluded instruction and its reason (default: a summary)")
     q.add_argument("--json", action="store_true")
 
     q = sub.add_parser("explain", help="white-box trace of one dot product")
@@ -105,6 +119,46 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--theory", metavar="ID")
     q.add_argument("--json", action="store_true")
     return p
+
+
+#: solver name -> the distribution that provides it
+SOLVER_DISTS = {"z3": "z3-solver", "bitwuzla": "bitwuzla", "cvc5": "cvc5"}
+
+
+def version_text() -> str:
+    """The package version, the solvers' versions (from the installed distributions' metadata,
+    so nothing is imported: this answers in milliseconds), and where data is read and written."""
+    from importlib import metadata
+    from . import __version__, paths
+    lines = [f"mmaformal {__version__}"]
+    for name, dist in SOLVER_DISTS.items():
+        try:
+            v = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            v = "not installed"
+        lines.append(f"{name} {v}")
+    try:
+        lines.append(f"data: {paths.shipped()}")
+    except ValueError as e:
+        lines.append(f"data: {e}")
+    root, how = paths.store_root()
+    lines.append(f"store: {root} ({ {'env': '$' + paths.ENV, 'checkout': 'the checkout', 'user': 'per-user default'}[how] })")
+    return "\n".join(lines)
+
+
+class _VersionAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit(0)
+
+
+def _split_store(argv: list[str]) -> tuple[str | None, list[str]]:
+    """--store DIR / --store=DIR taken out of argv wherever it stands (before or after the
+    verb), so that every verb, including those defined in other modules, accepts it."""
+    pre = _Parser(prog="mmaformal", add_help=False, allow_abbrev=False)
+    pre.add_argument("--store")
+    ns, rest = pre.parse_known_args(argv)
+    return ns.store, rest
 
 
 def _print_json(obj) -> None:
@@ -351,11 +405,45 @@ def _cmd_compare(args) -> int:
     w = max((len(r["instruction"]) for r in done), default=20)
     for r in done:
         print(f"{r['instruction']:<{w}}  {r['output']:<18}  {r['value']:<24}  {r['theory']}")
-    if excl:
+    if excl and args.list_excluded:
         print(f"excluded ({len(excl)}):")
         for r in excl:
             print(f"  {r['instruction']}: {r['excluded']}")
+    elif excl:
+        print("\n".join(_excluded_summary(excl, len(results), len(a_t))))
     return 0
+
+
+def _excluded_summary(excl: list[dict], total: int, n: int) -> list[str]:
+    """Two lines: how many instructions compare left out, and why (counted by reason: the
+    formats that cannot hold the values exactly, too small a K, a theory it cannot evaluate)."""
+    import collections
+    import re
+    fmts: collections.Counter = collections.Counter()
+    small_k = theory = other = 0
+    for r in excl:
+        why = r["excluded"]
+        m = re.search(r"(?:not exactly representable in|does not fit) (\S+)", why)
+        if m:
+            fmts[m.group(1)] += 1
+        elif why.startswith("K = "):
+            small_k += 1
+        elif why.startswith("theory "):
+            theory += 1
+        else:
+            other += 1
+    parts = []
+    if fmts:
+        parts.append(f"{sum(fmts.values())} whose formats cannot hold the values exactly ("
+                     + ", ".join(f"{k} {v}" for k, v in fmts.most_common()) + ")")
+    if small_k:
+        parts.append(f"{small_k} with K < {n}")
+    if theory:
+        parts.append(f"{theory} whose theory cannot be evaluated")
+    if other:
+        parts.append(f"{other} for other reasons")
+    return [f"excluded {len(excl)} of {total} instructions (--list-excluded names each one, "
+            f"--json gives every reason):", "  " + "; ".join(parts)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,12 +497,20 @@ _VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
 #: verbs defined in their own modules: name -> module path (add_parser + run)
 _MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaformal.query.prove",
                  "emulate": "mmaformal.emulate", "accuracy": "mmaformal.accuracy",
-                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.probes",
+                 "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.settle",
                  "infer": "mmaformal.query.infer"}
 
 
 def main(argv=None) -> int:
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if argv[:1] == ["--version"]:       # answered before the verbs' modules are imported
+            print(version_text())
+            return 0
+        store, argv = _split_store(argv)
+        if store is not None:
+            from . import paths
+            paths.use_store(store)
         args = _parser(argv).parse_args(argv)
         if args.verb in _MODULE_VERBS:
             import importlib

@@ -363,10 +363,17 @@ def _product_static(x: Unpacked, y: Unpacked) -> Term:
 
 def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], G: int, F: int,
              rho: str, fs: str = "ue4m3", zero_exp: str = "excluded", nan=None,
-             overflow: str = "ieee", zero_sign: str = "ieee") -> BV:
+             overflow: str = "ieee", zero_sign: str = "ieee", zero_group: str = "sum") -> BV:
     """Group-scaled truncated FDPA (Algorithm 9): exact dot products of G consecutive
     products, each multiplied by its scale pair's significands, then fused and truncated.
-    scale_a[g], scale_b[g] apply to group g."""
+    scale_a[g], scale_b[g] apply to group g.
+
+    `zero_group` says which group term counts as a zero term (for `zero_exp`): "sum" (its
+    exact sum is zero, or a scale is zero) or "products" (all G products are zero, or a scale
+    is zero: a group whose products cancel keeps its scale exponent in e_max; Source: mmasim
+    2.1.1 arithmetic/fdpa.py gst_fdpa, "zeros resulted from summation do not apply e_zero")."""
+    if zero_group not in ("sum", "products"):
+        raise ValueError(f"zero_group must be 'sum' or 'products', got {zero_group!r}")
     fa, fb, fc, fsf = fmt(fa), fmt(fb), fmt(fc), fmt(fs)
     _check_lengths(a, b)
     if len(a) % G:
@@ -389,7 +396,13 @@ def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], 
         # and e.g. all -0 products with c = -0 gave +0 instead of -0.)
         # An Inf group (inputs with Inf, e.g. e5m2) takes the sign of its Inf products.
         sign = ite(ip, False, ite(ineg, True, ite(P == 0, allz, P < 0)))
-        terms.append(Term(sign, e, sig, fbt, (P == 0) | ua.zero | ub.zero,
+        if zero_group == "sum":
+            gzero = P == 0
+        else:
+            gzero = prods[0].zero
+            for t in prods[1:]:
+                gzero = gzero & t.zero
+        terms.append(Term(sign, e, sig, fbt, gzero | ua.zero | ub.zero,
                           ip | ineg, nan_g | (ip & ineg) | ua.nan | ub.nan))
     terms.append(operand(decode(fc, c)))
     return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign)

@@ -11,8 +11,9 @@ tile at once, in chunks of lanes so memory stays bounded. All evaluation goes th
 Array contract (DESIGN.md): raw bits as unsigned integers of the format's storage width (uint8 for
 formats of 8 bits or less, one element per byte, fp6 in the low 6 bits, fp4 in the low 4; uint16;
 uint32, also for tf32; uint64). Also accepted: numpy float16/float32/float64 and ml_dtypes arrays,
-read by bit reinterpretation when their type is the format's own, otherwise cast and checked to
-be exact (never rounded through host floats).
+read by bit reinterpretation when their type is the format's own (a NaN keeps its payload),
+otherwise cast and checked to be exact (never rounded through host floats); a NaN in a float array
+of another type is rejected (it has no defined payload in the target format).
 
 Shapes: A (..., M, K), B (..., K, N), C (..., M, N) with (M, N, K) the instruction's shape;
 leading batch dimensions broadcast. Block-scaled instructions (``scale_block`` elements of K
@@ -158,6 +159,12 @@ def as_bits(x: Any, fmt_name: str, role: str = "operand", where: str = "") -> np
             if dt.kind == "V" and not dt.name.startswith(("float", "bfloat")):
                 raise ValueError(f"{pre}{role}: unsupported dtype {dt.name}")
             tgt = _float_type(native)
+            isnan = np.isnan(arr.astype(np.float64))
+            if np.any(isnan):
+                bad = tuple(int(i) for i in np.argwhere(isnan)[0])
+                raise ValueError(f"{pre}{role} holds a NaN at index {bad}: a {dt.name} NaN has no "
+                                 f"defined payload in {f.name}; pass {want.name} raw bits (or "
+                                 f"{native} values)")
             with np.errstate(all="ignore"):
                 y = arr.astype(tgt)
                 back = y.astype(dt)
@@ -393,6 +400,9 @@ def save_npy(path: str, D: np.ndarray) -> str:
     """Write D to path (--out) as numpy does (.npy appended when missing); the path written."""
     from pathlib import Path
     out = Path(path)
+    if out.is_dir() or path.endswith(("/", os.sep)):
+        raise ValueError(f"--out: {path!r} is a directory; name the file to write "
+                         f"(e.g. {str(out / 'd.npy')!r})")
     try:
         np.save(out, D)
     except OSError as e:

@@ -33,7 +33,7 @@ from .bits import BV, Bool, ite
 from .isa import Instruction
 
 __all__ = ["pattern", "compress", "expand", "check_meta", "kept_width", "dense_row", "derive",
-           "zero_mask"]
+           "zero_mask", "random_meta", "prune"]
 
 
 def zero_mask(fmt_name: str) -> int:
@@ -139,6 +139,29 @@ def dense_row(ins: Instruction, a: list[int], where: str = "") -> tuple[list[int
     """(kept elements, metadata) of one dense row of A (K raw codes), as Python ints."""
     vals, E = compress(np.array([a], dtype=np.uint64), ins, where or ins.name)
     return [int(x) for x in vals[0]], [int(x) for x in E[0]]
+
+
+def random_meta(ins: Instruction, shape: tuple, rng: np.random.Generator) -> np.ndarray:
+    """Uniformly random valid metadata of shape (..., M, K/G*kept): `kept` distinct positions
+    per group, increasing (valid for sp and sp::ordered_metadata alike)."""
+    G, kept = pattern(ins)
+    groups = int(np.prod(shape)) // kept
+    keys = rng.random((groups, G))
+    pos = np.sort(np.argsort(keys, axis=1)[:, :kept], axis=1)
+    return pos.astype(np.uint8).reshape(shape)
+
+
+def prune(a: np.ndarray, ins: Instruction, rng: np.random.Generator) -> np.ndarray:
+    """A dense A of any input class made 2:4 (1:2): random positions kept, +0 elsewhere (for
+    campaigns: generate a class, prune, then simulate / run it as the dense form)."""
+    A = np.asarray(a)
+    G, kept = pattern(ins)
+    E = random_meta(ins, A.shape[:-1] + (A.shape[-1] // G * kept,), rng)
+    j = np.arange(E.shape[-1])
+    cols = ((j // kept) * G + E).astype(np.intp)
+    out = np.zeros_like(A)
+    np.put_along_axis(out, cols, np.take_along_axis(A, cols, axis=-1), axis=-1)
+    return out
 
 
 def derive(K, a: list[BV], ins: Instruction) -> tuple[list[BV], list[BV], Bool]:

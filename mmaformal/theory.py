@@ -1,7 +1,8 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
 May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
-mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3 at module level (the simulator path imports this module).
+mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3
+at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -17,8 +18,9 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
     id = "sm90.f16.f32"         # unique over all files; [a-z0-9] and . _ - only
     instructions = ["sm90/mma.m16n8k*.f32.f16.f16.f32", "sm90/wgmma.m64n*k16.f32.f16.f16"]
                                 # catalog names or fnmatch patterns; each must match something
-    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul" | "fpu" (compiler-emulated
-                                # on the FP32 pipe: mma.fpu_dot)
+    model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul" | "int" (integer MMA:
+                                # mma.int_chain, op "int_chain", L = block length of sat_at "step")
+                                # | "fpu" (compiler-emulated on the FP32 pipe: mma.fpu_dot)
     op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
     L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
     status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"
@@ -71,7 +73,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fp, isa, mma
+from . import fp, isa, mma, paths
 from .bits import BV, Backend, ite
 from .isa import Instruction
 
@@ -80,7 +82,8 @@ __all__ = [
     "STATUSES",
 ]
 
-THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES", Path(__file__).resolve().parent.parent / "theories"))
+#: the theory files: $MMAFORMAL_THEORIES, else the shipped theories/ (mmaformal.paths)
+THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES") or paths.shipped("theories"))
 
 MODELS = ("fdpa", "fma", "ftz_addmul", "int", "fpu")
 FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
@@ -130,6 +133,8 @@ def _check_param(name: str, v: Any) -> str | None:
                 '"propagate-ORDER[:CODE]" (e.g. "propagate-bca:0xFFF8000000000000")')
     if name == "overflow":
         return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
+    if name == "zero_group":
+        return None if v in ("sum", "products") else '"sum" or "products"'
     if name == "zero_sign":
         return None if v in ("ieee", "positive") else '"ieee" or "positive"'
     if name == "sat_at":

@@ -282,6 +282,57 @@ def test_simulate_bad_inputs(capsys, tiles, tmp_path):
         match="uses the low 4 bits")
 
 
+def test_compare_summarises_the_excluded(capsys):
+    """README's compare command: the instructions it leaves out are summarised in two lines
+    (how many, why, counted by reason), not listed one per line; --list-excluded lists them."""
+    rc, out, _ = run(capsys, "compare", *EQ10, "--json")
+    res = json.loads(out)
+    ex = [r for r in res if r["output"] is None]
+    assert rc == 0 and ex
+    rc, out, _ = run(capsys, "compare", *EQ10)
+    lines = out.rstrip("\n").splitlines()
+    assert rc == 0 and lines[-2].startswith(f"excluded {len(ex)} of {len(res)} instructions")
+    # the reasons, counted: the numbers on the second line add up to the excluded count
+    import re
+    head = re.findall(r"(\d+) (?:whose|with|for)", lines[-1])
+    inner = re.findall(r"\b[a-z0-9]+ (\d+)\b", lines[-1].split("(", 1)[1]) if "(" in lines[-1] else []
+    assert sum(map(int, head)) == len(ex)
+    fmt_total = re.match(r"\s*(\d+) whose formats", lines[-1])
+    if fmt_total:
+        assert sum(map(int, inner)) == int(fmt_total.group(1))
+    assert not any(r["instruction"] in out for r in ex)
+    rc, out, _ = run(capsys, "compare", *EQ10, "--list-excluded")
+    assert all(f"  {r['instruction']}: {r['excluded']}" in out for r in ex)
+    rc, out, _ = run(capsys, "compare", *EQ10, "gfx908/v_mfma_f32_32x32x1f32", H16)
+    assert out.rstrip().splitlines()[-1] == "  1 with K < 4"
+
+
+def test_simulate_rejects_float_nan_and_directory_out(capsys, tmp_path):
+    A = np.zeros((16, 16), np.float32)
+    A[3, 5] = np.nan
+    B = np.zeros((16, 8), np.float32)
+    C = np.zeros((16, 8), np.float32)
+    for n, X in (("a", A), ("b", B), ("c", C)):
+        np.save(tmp_path / f"{n}.npy", X)
+    args = ["simulate", H16, "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "b.npy"),
+            "--c", str(tmp_path / "c.npy")]
+    # a float32 NaN has no defined payload in f16 (the operand format): rejected
+    bad(capsys, *args, "--out", str(tmp_path / "d.npy"), match="NaN at index (3, 5)")
+    # ... but in f32 (C's own format) the array's bits are the raw bits: the payload survives
+    C[2, 1] = np.frombuffer(np.uint32(0x7FC01234).tobytes(), np.float32)[0]
+    np.save(tmp_path / "c.npy", C)
+    A[3, 5] = 0
+    np.save(tmp_path / "a.npy", A)
+    rc, out, err = run(capsys, *args, "--out", str(tmp_path / "d.npy"))
+    assert rc == 0, err
+    # a directory as --out: an error, and nothing written beside it
+    d = tmp_path / "outdir"
+    d.mkdir()
+    bad(capsys, *args, "--out", str(d), match="is a directory")
+    bad(capsys, *args, "--out", str(tmp_path / "missing") + "/", match="is a directory")
+    assert not (tmp_path / "outdir.npy").exists() and not (tmp_path / "missing.npy").exists()
+
+
 def test_compare_bad_inputs(capsys):
     bad(capsys, "compare", "--a=1,2", "--b=1", "--c=0", match="--a has 2 values, --b has 1")
     bad(capsys, "compare", "--a=1", "--b=1", "--c=0,1", match="expected one value")

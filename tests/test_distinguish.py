@@ -13,19 +13,22 @@ import pytest
 from mmaformal import fp
 from mmaformal.bits import INT
 from mmaformal.query import distinguish as D
+from mmaformal.query import search as S
 
 H80 = "sm80/mma.m16n8k16.f32.f16.f16.f32"
 H90 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
 
 
 def cli(capsys, *argv):
-    rc = D.main(["distinguish", *argv])
+    # --raw: these tests are about the search and the verb, not about readable witnesses
+    # (tests/test_minimize.py); minimizing would add seconds to each
+    rc = D.main(["distinguish", *argv, "--raw"])
     out, err = capsys.readouterr()
     return rc, out, err
 
 
 def test_sm80_vs_sm90_distinguished_and_replayed():
-    res = D.distinguish(H80, H90, backends=("int", "numpy", "compiled"))
+    res = D.distinguish(H80, H90, backends=("int", "numpy", "compiled"), raw=True)
     assert res["status"] == "distinguished"
     f = res["found"][0]
     A, B = res["A"], res["B"]
@@ -51,7 +54,7 @@ def test_json_exact_keys(capsys):
 
 def test_f24_vs_f25_with_constraints():
     H8 = "sm90/mma.m16n8k8.f32.f16.f16.f32"
-    res = D.distinguish(H8, H8 + "[F=24]", where=["finite", "c=0", "exp(a)>=-4,exp(a)<=4"])
+    res = D.distinguish(H8, H8 + "[F=24]", where=["finite", "c=0", "exp(a)>=-4,exp(a)<=4"], raw=True)
     assert res["status"] == "distinguished"
     w = res["found"][0].witness
     assert fp.decode("f32", INT.const(w.c, 32, False)).zero.v
@@ -63,19 +66,19 @@ def test_f24_vs_f25_with_constraints():
 
 
 def test_count_blocks_earlier_witnesses():
-    res = D.distinguish(H90, H90 + "[F=24]", count=3, where=["finite"])
+    res = D.distinguish(H90, H90 + "[F=24]", count=3, where=["finite"], raw=True)
     ws = [json.dumps(f.witness.to_json()) for f in res["found"]]
     assert len(ws) == 3 and len(set(ws)) == 3
 
 
 def test_raw_bits_constraint():
-    res = D.distinguish(H90, H90 + "[F=24]", where=["a[0]=0x3C00", "b[0]=0x3C00", "c=+0"])
+    res = D.distinguish(H90, H90 + "[F=24]", where=["a[0]=0x3C00", "b[0]=0x3C00", "c=+0"], raw=True)
     w = res["found"][0].witness
     assert w.a[0] == 0x3C00 and w.b[0] == 0x3C00 and w.c == 0
 
 
 def test_different_k_is_padded_and_said():
-    res = D.distinguish("sm90/mma.m16n8k8.f32.f16.f16.f32", H80)
+    res = D.distinguish("sm90/mma.m16n8k8.f32.f16.f16.f32", H80, raw=True)
     assert "padded with +0 at k = 8..15" in res["note"]
     assert res["status"] == "distinguished"
     w = res["found"][0].witness
@@ -84,7 +87,7 @@ def test_different_k_is_padded_and_said():
 
 def test_equivalent_with_twin_and_theory_ids():
     # tf32_round is unused for f16 operands: the mutant is equivalent; F-1 is the broken twin
-    res = D.distinguish("sm90.f16.f32", "sm90.f16.f32[tf32_round=RNE]", instr=H90)
+    res = D.distinguish("sm90.f16.f32", "sm90.f16.f32[tf32_round=RNE]", instr=H90, raw=True)
     assert res["status"] == "equivalent"
     assert res["twin"]["status"] == "sat" and "F=24" in res["twin"]["claim"]
 
@@ -127,7 +130,7 @@ def test_unknown_on_timeout_is_never_equivalent(capsys):
 
 
 def test_witness_that_does_not_replay_is_internal_error(capsys, monkeypatch):
-    monkeypatch.setattr(D, "replay", lambda models, w, backends=(): {m.label: 7 for m in models})
+    monkeypatch.setattr(S, "replay", lambda models, w, backends=(): {m.label: 7 for m in models})
     rc, out, err = cli(capsys, H80, H90)
     assert rc == 3 and "internal error" in err
 
@@ -163,15 +166,16 @@ def test_emit_smt2_parses_in_every_solver(tmp_path, capsys):
 
 
 def test_portfolio_answers():
-    res = D.distinguish(H90, H90 + "[F=24]", solver="portfolio")
+    res = D.distinguish(H90, H90 + "[F=24]", solver="portfolio", raw=True)
     assert res["status"] == "distinguished"
 
 
 def test_save_writes_a_counterexample(tmp_path, monkeypatch):
     from mmaformal.query import cex
-    monkeypatch.setattr(cex, "ROOT", tmp_path)
-    res = D.distinguish(H80, H90, save=True)
-    recs = cex.read_all(tmp_path)
+    monkeypatch.setenv("MMAFORMAL_STORE", str(tmp_path))     # mmaformal.paths: the store
+    res = D.distinguish(H80, H90, save=True, raw=True)
+    assert res["saved"] and all(p.startswith(str(tmp_path)) for p in res["saved"])
+    recs = cex.read_all(tmp_path / "counterexamples")
     assert len(recs) == 1
     rec = recs[0][1]
     assert rec["kind"] == "distinguish" and rec["verdict"] is None

@@ -144,7 +144,7 @@ SPARSE = ["sm90/mma.sp.m16n8k16.f32.f16.f16.f32", "sm90/mma.sp::ordered_metadata
 @pytest.mark.parametrize("name", NAMES)
 def test_selfcheck_and_probe_pass_on_declared_layout(fake_gpu, name):
     assert runner.available()[0]
-    ok, msg = runner.layout_selfcheck(name, tiles=8)
+    ok, msg = check.layout_selfcheck(name, tiles=8)
     assert ok, msg
     if kernels.FORMAT_BITS[kernels.spec(name).btype] < 8:
         return  # the probe's distinct k codes do not fit 4- or 1-bit B (self-check only)
@@ -154,7 +154,7 @@ def test_selfcheck_and_probe_pass_on_declared_layout(fake_gpu, name):
 
 @pytest.mark.parametrize("name", SPARSE)
 def test_sparse_selfcheck_on_declared_layout(fake_gpu, name):
-    ok, msg = runner.layout_selfcheck(name, tiles=8)
+    ok, msg = check.layout_selfcheck(name, tiles=8)
     assert ok, msg
 
 
@@ -195,7 +195,7 @@ def test_subbyte_range_checked(fake_gpu):
                                   "sm90/mma.m8n8k4.f32.f16.f16.f16"])
 def test_broken_layout_is_caught(fake_gpu, name):
     fake_gpu["broken"] = True
-    ok, msg = runner.layout_selfcheck(name, tiles=8)
+    ok, msg = check.layout_selfcheck(name, tiles=8)
     assert not ok and "differ" in msg
     p = check.layout_probe(name)
     assert not p["consistent"], p["message"]

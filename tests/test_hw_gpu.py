@@ -20,7 +20,7 @@ needs_gpu = pytest.mark.skipif(not _OK, reason=f"no sm_90 GPU: {_WHY}")
 @needs_gpu
 @pytest.mark.parametrize("name", kernels.instructions((8, 256)))
 def test_layout_selfcheck(name):
-    ok, msg = runner.layout_selfcheck(name)
+    ok, msg = check.layout_selfcheck(name)
     assert ok, msg
 
 

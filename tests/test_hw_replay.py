@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmaformal import fp, isa, theory
+from mmaformal import fp, isa, paths, theory
 from mmaformal.simulate import simulate
 
-ROOT = Path(__file__).resolve().parents[1] / "counterexamples" / "hw"
+ROOT = paths.shipped("counterexamples") / "hw"     # the checkout's, or the installed package's
 CAMPAIGN = ROOT / "2026-11-21-h200"
 #: every campaign folder (one per device session); a record names its instruction and theory
 CAMPAIGNS = sorted(p.parent for p in ROOT.glob("*/summary.json"))

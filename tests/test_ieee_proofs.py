@@ -17,7 +17,7 @@ import pytest
 
 from mmaformal.query import ieee
 from mmaformal.query.solvers import solve, solve_smt2
-from mmaformal.query.store import PROOFS, read_proofs, sha256
+from mmaformal.query.store import read_proofs, sha256
 
 CLAIMS = [f"{op}-{f}-{m}" for f in ("f16", "bf16") for op in ieee.OPS for m in ieee.MODES]
 #: Claims whose proof has not been obtained yet (none now). strict: storing a pending proof
@@ -106,13 +106,19 @@ def test_resolve_split_cases(name):
     op, f, mode = name.split("-")
     tmpl = ieee.template(op, f, mode)
     prog = json.loads((Path(path).parent / rec["split"]["progress"]).read_text())["cases"]
+    from mmaformal.query import campaign
+    jobs = []
     for key, v in prog.items():
         if v["status"] != "unsat":
             continue
         parts = [p.split(".") for p in key.split(",")]
         lead = [None if len(p) == 1 else (p[1] if p[1] == "z" else int(p[1])) for p in parts]
         q = ieee.case_query(tmpl, f, int(parts[0][0]), int(parts[1][0]), *lead)
-        assert solve_smt2(q, "bitwuzla", 600).status == "unsat", (name, key)
+        jobs.append(campaign.Job(key, "mmaformal.query.campaign:solve_job",
+                                 {"text": q, "solver": "bitwuzla", "timeout": 600,
+                                  "expect": "unsat"}, 660))
+    bad = [(r["job"], r["status"]) for r in campaign.run(jobs) if not r.get("ok")]
+    assert not bad, (name, bad)
 
 
 def test_live_proof_and_twin():

@@ -193,6 +193,9 @@ def test_bad_integer_input(tmp_path, capsys):
          match="not exactly representable in s8")
     _bad(capsys, "explain", "sm90/mma.m16n8k32.s32.s4.s4.s32", "--a=9", "--b=1", "--c=0",
          match="s4")
+    _bad(capsys, "accuracy", "sm90/mma.m16n8k32.s32.s8.s8.s32", match="integer instructions")
+    _bad(capsys, "infer", "--space", "nvidia-t-fdpa", "--oracle", "sm90.int", "--instr",
+         "sm90/mma.m16n8k32.s32.s8.s8.s32", match="is an integer instruction")
 
 
 # ---- verbs ---------------------------------------------------------------------------------

@@ -98,7 +98,7 @@ def test_sm80_k16_equals_two_chained_k8_blocks():
 
 def test_sm80_k16_is_not_one_16_term_block():
     A, B = D.resolve_pair(H80, H80 + "[L=16]")
-    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    res = P.prove_equiv(A, B, timeout=120, backends=FAST, raw=True)
     assert res["status"] == "refuted"
 
 
@@ -109,7 +109,7 @@ def test_unobservable_proved_and_refuted(capsys):
     assert json.loads(out)["status"] == "proved"
     # a zero product's exponent is observable on f16 x f16 -> f32 (c far below 2^-28)
     rc, out, err = cli(capsys, "unobservable", H90, "zero_exp=field", "--json",
-                       "--replay", "int,numpy")
+                       "--replay", "int,numpy", "--raw")
     assert rc == 1
     d = json.loads(out)
     assert d["status"] == "refuted" and d["witness"]

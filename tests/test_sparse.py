@@ -264,3 +264,59 @@ def test_emulate_sparse_gemm():
     A[3, 4:7] = 1
     with pytest.raises(ValueError, match="breaks 2:4"):
         matmul(A, B, C, "sm90/mma.sp.m16n8k64.s32.s8.s8.s32")
+
+
+def test_prune_and_random_meta_for_campaigns():
+    ins = isa.lookup("sm90/wgmma.sp.m64n8k64.f32.e4m3.e5m2")
+    rng = np.random.default_rng(9)
+    for klass in ("normal", "bits", "special", "overflow"):
+        a, b, c = generate(klass, ins.a, ins.b, ins.c, ins.k, 64, rng)
+        A = SP.prune(a, ins, rng)
+        Ac, E = SP.compress(A, ins)                     # keeps the pattern: compress accepts it
+        kept = SP.expand(Ac, E, ins)
+        assert np.array_equal(kept & 0x7F, A & 0x7F)
+    E = SP.random_meta(isa.lookup(F16), (5, 16, 16), rng)
+    SP.check_meta(E, isa.lookup(F16))                   # increasing and distinct
+    assert len({tuple(r) for r in E.reshape(-1, 2)}) == 6   # all 6 pairs of 4 positions occur
+
+
+def test_compiled_path_equals_numpy_lanes():
+    import importlib
+    S = importlib.import_module("mmaformal.simulate")
+    ins = isa.lookup("sm80/mma.sp::ordered_metadata.m16n8k64.satfinite.s32.u4.s4.s32")
+    rng = np.random.default_rng(11)
+    Ac = rng.integers(0, 16, (3, 16, 32), dtype=np.uint8)
+    E = SP.random_meta(ins, Ac.shape, rng)
+    B = rng.integers(0, 16, (3, 64, 8), dtype=np.uint8)
+    C = rng.integers(0, 1 << 32, (3, 16, 8), dtype=np.uint64).astype(np.uint32)
+    d_np = simulate(ins, Ac, B, C, meta=E)
+    old = S.BACKEND
+    try:
+        S.BACKEND = "compiled"
+        S._KERNELS.clear()
+        d_c = simulate(ins, Ac, B, C, meta=E)
+    finally:
+        S.BACKEND = old
+        S._KERNELS.clear()
+    assert np.array_equal(d_np, d_c)
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.lists(st.integers(0, 0xFFFF), min_size=32, max_size=32),
+       st.lists(st.sampled_from([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]),
+                min_size=8, max_size=8))
+def test_hypothesis_expand_compress(vals, pairs):
+    """expand then compress gives back the kept values and the metadata, except where a kept
+    value is itself zero (then the dense row cannot tell which slot held it: the rule refills
+    from the lowest free position, and the value stays a zero)."""
+    ins = isa.lookup("sm90/mma.sp.m16n8k32.f32.f16.f16.f32")
+    Ac = np.array([vals[:16]], np.uint16)
+    E = np.array([[p for pr in pairs for p in pr]], np.uint8)
+    A = SP.expand(Ac, E, ins)
+    A2, E2 = SP.compress(A, ins)
+    zero = (Ac & 0x7FFF) == 0
+    assert np.array_equal(SP.expand(A2, E2, ins) & 0x7FFF, A & 0x7FFF)   # same values
+    if not zero.any():
+        assert np.array_equal(A2, Ac) and np.array_equal(E2, E)

@@ -19,10 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from mmaformal import paths
 from mmaformal.query import cex
-from mmaformal.query.distinguish import CACHE_DIR, check, from_spec
+from mmaformal.query.distinguish import check, from_spec
 from mmaformal.query.prove import symmetry_groups
-from mmaformal.query.store import PROOFS, sha256
+from mmaformal.query.store import sha256
+
+#: the shipped records (the checkout's folders, or mmaformal/_data in an installed package)
+PROOFS = paths.shipped("proofs")
+CACHE_DIR = PROOFS / "cache"
 
 CLAIM_GROUPS = ("symmetry", "equiv", "unobservable", "monotonic", "bound")
 REFRESH = "python3 -m mmaformal.query.prove prove symmetry --set nvidia-tfdpa --save (or the claim's own command)"
@@ -37,7 +42,7 @@ def _proofs():
     return out
 
 
-CEX = cex.read_all()
+CEX = cex.read_all(paths.shipped("counterexamples"))
 PROOF_RECS = _proofs()
 
 
@@ -100,14 +105,28 @@ def test_required_demonstrations_are_stored():
 
 @pytest.mark.slow
 def test_resolve_every_stored_query():
-    """Re-check the whole store: every lemma and monolithic query is UNSAT again."""
+    """Re-check the whole store: every lemma and monolithic query is UNSAT again. One job per
+    query through the campaign runner (every available CPU; each query's limit enforced from
+    outside)."""
+    from mmaformal.query import campaign
+    from mmaformal.query.model import BITWUZLA_ENGINE
+    jobs = []
     for q in sorted(CACHE_DIR.glob("*.smt2")):
         meta = json.loads(q.with_suffix(".json").read_text())
-        assert check(q.read_text(), meta["solver"], 600).status == "unsat", q.name
+        jobs.append(campaign.Job(f"lemma/{q.name}", "mmaformal.query.campaign:solve_job",
+                                 {"text": q.read_text(), "solver": meta["solver"], "timeout": 600,
+                                  "expect": "unsat", "engine": BITWUZLA_ENGINE}, 660))
     for path, rec in PROOF_RECS:
         if rec["method"] != "decomposed":
             q = path.parent / rec["query"]
-            assert check(q.read_text(), rec["solver"].split(",")[0], 1200).status == "unsat", path.name
+            jobs.append(campaign.Job(f"{path.parent.name}/{path.name}",
+                                     "mmaformal.query.campaign:solve_job",
+                                     {"text": q.read_text(), "solver": rec["solver"].split(",")[0],
+                                      "timeout": 1200, "expect": "unsat",
+                                      "engine": BITWUZLA_ENGINE}, 1260))
+    bad = [(r["job"], r["status"], r.get("reason", "")) for r in campaign.run(jobs)
+           if not r.get("ok")]
+    assert not bad, bad
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 """hw: run MMA instructions on a real Hopper GPU (sm_90a), raw bits in and raw bits out.
 
 Layer 5 front end (DESIGN.md). Modules: :mod:`.kernels` (CUDA C++ / inline PTX generator and the
-fragment layout tables), :mod:`.runner` (``available()``, ``run()``, ``layout_selfcheck()``;
-CuPy imported lazily), :mod:`.check` (exact-integer self-check and one-hot layout probe),
+fragment layout tables), :mod:`.runner` (``available()``, ``run()``; CuPy imported
+lazily), :mod:`.check` (``layout_selfcheck()``: the exact-integer self-check, and the one-hot
+layout probe, beside the runner: it runs tiles through it),
 :mod:`.sass` (cubin -> ``cuobjdump -sass`` mnemonics), :mod:`.selfcheck_all` (the batch
 validation run on a device; results in SASS.md).
 
@@ -10,6 +11,7 @@ May import: numpy at import time; cupy only inside functions. Invariant: operand
 unsigned-integer bit patterns; nothing goes through host floats.
 """
 
-from .runner import HardwareUnavailable, available, instructions, layout_selfcheck, run
+from .check import layout_selfcheck
+from .runner import HardwareUnavailable, available, instructions, run
 
 __all__ = ["HardwareUnavailable", "available", "run", "layout_selfcheck", "instructions"]

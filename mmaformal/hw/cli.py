@@ -3,9 +3,12 @@
     mmaformal hw run INSTR --a A.npy --b B.npy --c C.npy --out D.npy [--meta E.npy]
     mmaformal hw validate INSTR [...] --tests N [--classes a,b] [--seed S] [--out DIR]
 
+hw validate records the campaign in --out DIR, by default in the store's
+counterexamples/hw/<UTC date and time>/ (mmaformal.paths; chosen once a GPU is found).
+
 No GPU, no CuPy, no nvcc, or a GPU that is not sm_90: one line and exit 2 (HardwareUnavailable).
 An instruction of another architecture: says which architecture it needs, exit 2.
-May import: numpy, mmaformal.isa, mmaformal.hw.runner / validate (lazily).
+May import: numpy, mmaformal.isa, mmaformal.paths, mmaformal.hw.runner / validate (lazily).
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     v.add_argument("--tests", type=int, default=1_000_000)
     v.add_argument("--classes", default=None)
     v.add_argument("--seed", type=int, default=0)
-    v.add_argument("--out", type=Path)
+    v.add_argument("--out", type=Path, help="where to record the campaign (default: the "
+                   "store's counterexamples/hw/<UTC date and time>/; see --store)")
     return p
 
 
@@ -65,6 +69,10 @@ def run(args) -> int:
     argv = names + ["--tests", str(args.tests), "--seed", str(args.seed)]
     if args.classes:
         argv += ["--classes", args.classes]
-    if args.out:
-        argv += ["--out", str(args.out)]
+    if not args.out:
+        import datetime as _dt
+        from .. import paths
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d-%H%M%S")
+        args.out = paths.store("counterexamples") / "hw" / f"{stamp}-validate"
+    argv += ["--out", str(args.out)]
     return validate.main(argv)

@@ -78,7 +78,8 @@ def record(name: str, tests: int, seed: int, out_dir: Path, klasses=C.CLASSES,
            keep_tiles: int = 64) -> dict:
     """Run the campaign on the GPU; write <name>.json (digests) and <name>.npz (kept tiles)."""
     from . import runner
-    ok, msg = runner.layout_selfcheck(name)
+    from . import check
+    ok, msg = check.layout_selfcheck(name)
     if not ok:
         raise RuntimeError(f"{name}: layout self-check failed, campaign stopped: {msg}")
     s = kernels.spec(name)

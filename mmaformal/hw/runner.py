@@ -39,7 +39,6 @@ __all__ = [
     "available",
     "run",
     "run_images",
-    "layout_selfcheck",
     "compile_cubin",
     "device_info",
     "instructions",
@@ -414,15 +413,3 @@ def _run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
         d[lo:hi] = cp.take(d_img, tabs["d_inv"], axis=1).get()
         del d_img
     return d.reshape(T * G, s.m * s.n)[:T0].reshape(*batch, s.m, s.n)
-
-
-def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
-                     desc: tuple[int, int] | None = None) -> tuple[bool, str]:
-    """Run exact small-integer tiles and compare with an exact integer matrix product.
-
-    Every value, product and sum is exactly representable in the operand and output formats,
-    so any difference is a layout (or harness) error, not rounding. Returns (ok, message).
-    """
-    from .check import layout_selfcheck as _lsc  # noqa: PLC0415
-
-    return _lsc(name, tiles=tiles, seed=seed, desc=desc)

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         if ok and n not in compile_err:
             t1 = time.perf_counter()
             try:
-                good, msg = runner.layout_selfcheck(n)
+                good, msg = check.layout_selfcheck(n)
             except Exception as e:
                 good, msg = False, f"{type(e).__name__}: {e}"
                 row["traceback"] = traceback.format_exc()[-1500:]
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             if not good and s.family == "wgmma":
                 alt = (kernels.WGMMA_SBO, kernels.WGMMA_LBO)
                 try:
-                    g2, m2 = runner.layout_selfcheck(n, desc=alt)
+                    g2, m2 = check.layout_selfcheck(n, desc=alt)
                 except Exception as e:
                     g2, m2 = False, f"{type(e).__name__}: {e}"
                 row["selfcheck_swapped_desc"] = [g2, m2]

@@ -11,7 +11,7 @@ are saved as counterexamples with the hardware output and the device, driver, nv
 a sample of every class (inputs and hardware outputs) is saved so the tests can replay it
 without a GPU.
 
-May import: numpy, mmaformal.classes, mmaformal.isa, mmaformal.hw.runner, mmaformal.simulate.
+May import: numpy, mmaformal.classes, mmaformal.isa, mmaformal.hw.runner and .check, mmaformal.simulate.
 Invariant: what is recorded is what was run and seen; nothing is written for a class whose
 GPU run did not complete.
 """
@@ -123,13 +123,13 @@ def _rivals(name: str, primary) -> list:
 def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,
              sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20,
              rivals: bool = True, fast_c: bool = False) -> dict:
-    from . import runner
+    from . import check, runner
     from ..simulate import simulate
     from .. import theory as _theory
 
     ins = isa.lookup(name)
     name = ins.name
-    ok, msg = runner.layout_selfcheck(name)
+    ok, msg = check.layout_selfcheck(name)
     if not ok:
         raise RuntimeError(f"{name}: layout self-check failed, campaign stopped: {msg}")
     info = runner.device_info()

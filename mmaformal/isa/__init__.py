@@ -322,6 +322,9 @@ def _check_name(where: str, ins: Instruction) -> None:
             raise _fail(where, f"{ins.name}: v_smfmac_* are single-block CDNA3 forms")
         return
     tokens = q.split(".")
+    if ins.family == "wmma":
+        _check_wmma(where, ins, tokens)
+        return
     sp_tok = tokens[1] if len(tokens) > 1 and tokens[1] in _SPARSE_NV else ""
     if sp_tok != ins.sparse:
         raise _fail(where, f"{ins.name}: token 1 must say sparse = {ins.sparse!r}")
@@ -368,6 +371,32 @@ def _check_name(where: str, ins: Instruction) -> None:
         mv = re.fullmatch(r"scale_vec::([124])X", vec[0])
         if not mv or int(mv[1]) * ins.scale_block != ins.k:
             raise _fail(where, f"{ins.name}: {vec[0]} needs scale_block * V = k = {ins.k}")
+
+
+def _check_wmma(where: str, ins: Instruction, tokens: list[str]) -> None:
+    """wmma.mma[.bop.popc].shape.<types>[.satfinite]: types d.c for f16 operands, else d.a.b.c
+    (PTX ISA 9.7.14.4.x wmma.mma syntax)."""
+    head = ["wmma", "mma"] + ([ins.bop, "popc"] if ins.bop else [])
+    if tokens[:len(head)] != head:
+        raise _fail(where, f"{ins.name}: must start with {'.'.join(head)}")
+    rest = tokens[len(head):]
+    mt = _SHAPE.match(rest[0]) if rest else None
+    if not mt or tuple(int(x) for x in mt.groups()) != ins.shape:
+        raise _fail(where, f"{ins.name}: the shape token must be m{ins.m}n{ins.n}k{ins.k}")
+    rest = rest[1:]
+    if (rest[-1:] == ["satfinite"]) != ins.satfinite:
+        raise _fail(where, f"{ins.name}: .satfinite (last) must say satfinite = {ins.satfinite}")
+    if ins.satfinite:
+        rest = rest[:-1]
+        if not ins.integer or ins.bop:
+            raise _fail(where, f"{ins.name}: .satfinite is for s8/u8/s4/u4 operands")
+    want = [ins.d, ins.c] if (ins.a, ins.b) == ("f16", "f16") else [ins.d, ins.a, ins.b, ins.c]
+    if rest != want:
+        raise _fail(where, f"{ins.name}: the types must read .{'.'.join(want)}")
+    if ins.bop and (ins.a, ins.b) != ("b1", "b1"):
+        raise _fail(where, f"{ins.name}: bop goes with b1 operands")
+    if ins.sparse or ins.scale or ins.blocks != 1:
+        raise _fail(where, f"{ins.name}: wmma forms are dense, unscaled, single-block")
 
 
 def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[Instruction]:
@@ -547,6 +576,8 @@ def canonical_name(name: str) -> str:
     tokens = [t for t in q.split(".") if t and t not in _DROP_TOKENS]
     head = 2 if tokens[:2] == ["tcgen05", "mma"] or (len(tokens) > 1 and tokens[1] in _SPARSE_NV) \
         else 1
+    if tokens[:2] == ["wmma", "mma"]:
+        head = 4 if tokens[3:4] == ["popc"] else 2
     shapes = [i for i, t in enumerate(tokens) if _SHAPE_ANY.match(t)]
     if shapes and shapes[0] != head:
         tokens.insert(head, tokens.pop(shapes[0]))

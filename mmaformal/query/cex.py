@@ -7,7 +7,7 @@ One JSON record per counterexample, `counterexamples/<kind>/<name>.json`:
                 "bound" (an error above the bound), "equiv"/"unobservable" (refuted equivalence)
     claim       the sentence that the counterexample refutes or separates
     formats     {"a", "b", "c", "d", "scale"}: how to read the hex strings
-    models      model specs (mmaformal.query.distinguish.Model.spec: theory id, instruction,
+    models      model specs (mmaformal.query.model.Model.spec: theory id, instruction,
                 parameter changes, RD-twin flag, chain count, and the theory hash at writing)
     runs        [{"model": LABEL, "inputs": {"a": [HEX..], "b": [..], "c": HEX, "scale_a",
                   "scale_b"}, "output": HEX, "hardware": null}]: each run is one dot product
@@ -21,7 +21,11 @@ One JSON record per counterexample, `counterexamples/<kind>/<name>.json`:
 
 Inputs are raw bit patterns (hex of the storage element), never floats.
 
-May import: mmaformal.query.distinguish (models, replay), the layers below, numpy.
+Where: written to the store's counterexamples/ (``store_dir()``: mmaformal.paths), read from it and
+from the shipped counterexamples/ (``read_all``).
+
+May import: mmaformal.query.model (models, evaluation), .claims (the concrete checks), .store,
+the layers below, numpy.
 """
 from __future__ import annotations
 
@@ -29,17 +33,28 @@ import datetime as _dt
 import hashlib
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Sequence
 
 from .. import fp
-from .distinguish import (InternalError, Model, Witness, _hex, approx_equal, evaluate,
-                          from_spec, neg_bits)
-from .store import PROOFS
+from .claims import bound_concrete, value_lt
+from .model import Model, Witness, _hex, approx_equal, evaluate, from_spec, neg_bits
+from .. import paths
 
-__all__ = ["ROOT", "write", "write_runs", "read_all", "replay_record", "stale"]
+__all__ = ["store_dir", "write", "write_runs", "read_all", "replay_record", "stale"]
 
-ROOT = PROOFS.parent / "counterexamples"
+
+def store_dir() -> Path:
+    """Where counterexamples are written: the store's counterexamples/ (mmaformal.paths)."""
+    return paths.store("counterexamples")
+
+
+def __getattr__(name: str):
+    # ROOT, the module constant before the store existed (prefer store_dir())
+    if name == "ROOT":
+        return store_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _slug(s: str) -> str:
@@ -64,7 +79,7 @@ def write_runs(kind: str, models: Sequence[Model], runs: list[tuple[Model, Witne
     }
     body = json.dumps(rec["runs"], sort_keys=True) + json.dumps(rec["models"], sort_keys=True)
     h = hashlib.sha256(body.encode()).hexdigest()[:10]
-    d = (root or ROOT) / kind
+    d = (root or store_dir()) / kind
     d.mkdir(parents=True, exist_ok=True)
     p = d / f"{_slug('--'.join(m.label for m in models))}-{h}.json"
     p.write_text(json.dumps(rec, indent=1, sort_keys=False) + "\n")
@@ -83,14 +98,20 @@ KINDS = ("distinguish", "symmetry", "monotonic", "bound", "equiv", "unobservable
 
 def read_all(root: Path | None = None) -> list[tuple[Path, dict]]:
     """The records of this module's kinds (other tools keep their own folders here, e.g.
-    counterexamples/hw/)."""
-    base = root or ROOT
+    counterexamples/hw/), from `root`, else from the store's counterexamples/ and then the
+    shipped ones (a record of the same kind and name in the store replaces the shipped one).
+    Reading does not replay them: callers replay (``replay_record``) before they rely on one."""
     out = []
-    for k in KINDS:
-        for p in sorted((base / k).glob("*.json")) if (base / k).exists() else []:
-            rec = json.loads(p.read_text())
-            if {"kind", "runs", "models", "check"} <= set(rec):
-                out.append((p, rec))
+    seen = set()
+    for base in [root] if root else paths.record_dirs("counterexamples"):
+        for k in KINDS:
+            for p in sorted((base / k).glob("*.json")) if (base / k).exists() else []:
+                if (k, p.name) in seen:
+                    continue
+                seen.add((k, p.name))
+                rec = json.loads(p.read_text())
+                if {"kind", "runs", "models", "check"} <= set(rec):
+                    out.append((p, rec))
     return out
 
 
@@ -146,15 +167,46 @@ def replay_record(rec: dict, backends: Sequence[str] = ("int", "numpy", "compile
     elif chk == "asymmetric" and bool(approx_equal(o[1], neg_bits(o[0], d), d).v):
         problems.append("run 1 is ~ -run 0: not an asymmetry")
     elif chk == "decreasing":
-        from .prove import value_lt
         if not value_lt(outs[1], outs[0], d):
             problems.append("run 1 is not smaller than run 0")
     elif chk == "exceeds":
-        from .prove import _bound_concrete
         run = rec["runs"][0]
         m = models[run["model"]]
         w = Witness.from_json(run["inputs"], F["a"], F["b"], F["c"], F.get("scale") or "")
-        _, err, bound = _bound_concrete(m, w)
+        _, err, bound = bound_concrete(m, w)
         if not err > bound:
             problems.append(f"the error {err} does not exceed the bound {bound}")
     return problems
+
+
+def main(argv=None) -> int:
+    """`python3 -m mmaformal.query.cex [RECORD.json ...]`: replay counterexample records (all of
+    counterexamples/<kind>/ when none is named) on the concrete back-ends; exit 1 if one fails."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python3 -m mmaformal.query.cex", description=main.__doc__)
+    p.add_argument("records", nargs="*", metavar="RECORD.json")
+    p.add_argument("--backends", default="int,numpy,compiled",
+                   help="comma-separated: int, numpy, compiled (default: all three)")
+    args = p.parse_args(argv)
+    if args.records:
+        try:
+            recs = [(Path(r), json.loads(Path(r).read_text())) for r in args.records]
+        except (OSError, ValueError) as e:
+            print(f"mmaformal.query.cex: {e}", file=sys.stderr)
+            return 2
+    else:
+        recs = read_all()
+    bad = 0
+    for path, rec in recs:
+        problems = replay_record(rec, tuple(args.backends.split(",")))
+        st = stale(rec)
+        note = f" (theories changed since: {', '.join(st)})" if st else ""
+        print(f"{'ok  ' if not problems else 'FAIL'} {path}{note}"
+              + ("".join(f"\n     {x}" for x in problems)))
+        bad += bool(problems)
+    print(f"{len(recs) - bad} of {len(recs)} records replay")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

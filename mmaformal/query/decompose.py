@@ -51,7 +51,8 @@ overflow rules of their output conversions: each block is cut at its accumulator
 proved to give the same bits in both models for every D satisfying a hypothesis P_j (not
 -0; Inf, NaN or bounded) that the previous block's lemma establishes (COMBINATION_EQUIV).
 
-May import: mmaformal.query.distinguish (models, solver, cache), mmaformal.mma/fp/bits, z3.
+May import: mmaformal.query.model (models, inputs, SMT-LIB text), .cache (the solver call with
+its result cache), mmaformal.mma/fp/bits, z3.
 """
 from __future__ import annotations
 
@@ -61,8 +62,8 @@ from typing import Sequence
 
 from .. import fp, mma
 from ..bits import BV, Z3Backend
-from .distinguish import (CACHE, Inputs, Model, approx_equal, free_vars, neg_bits,
-                          smt2_text, solve_cached)
+from .cache import solve_cached
+from .model import Inputs, Model, approx_equal, free_vars, neg_bits, smt2_text
 
 __all__ = ["Lemma", "Structure", "structure", "traced_dot", "symmetry_lemmas", "run_lemmas",
            "equivalence_lemmas", "conversion_diff", "COMBINATION_SYMMETRY", "COMBINATION_EQUIV"]

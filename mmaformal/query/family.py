@@ -35,10 +35,10 @@ path to a TOML file of the same format instead of a name. The format (also in th
     L = ["K/2"]
 
 Invariant: every candidate is a checked Theory bound to the instruction; each candidate's
-`Model` (distinguish) is what infer evaluates and what the solver path encodes, so the
+`Model` (query.model) is what infer evaluates and what the solver path encodes, so the
 concrete and symbolic evaluations are the one definition (`Theory.dot`).
 
-May import: mmaformal.theory, isa, mma, fp, query.distinguish (Model), tomllib, itertools.
+May import: mmaformal.theory, isa, mma, fp, query.model (Model), query.frame (BadInput), tomllib, itertools.
 """
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ from typing import Any
 
 from .. import isa, mma
 from .. import theory as _theory
-from .distinguish import BadInput, Model
+from .frame import BadInput
+from .model import Model
 
 __all__ = ["Family", "Structure", "Candidate", "FAMILY_DIR", "load", "builtin", "get",
            "canonical_key", "OVERLAY"]

@@ -20,7 +20,7 @@ refined by the position of that significand's leading one (`refine`), which make
 normalization shift a constant as well. Per-case verdicts are kept in
 proofs/ieee/split/NAME.progress.json, so an interrupted run resumes.
 
-May import: mmaformal.bits, mmaformal.fp, mmaformal.query.solvers/store, z3.
+May import: mmaformal.bits, mmaformal.fp, mmaformal.query.solvers/campaign/store, z3.
 """
 from __future__ import annotations
 
@@ -28,15 +28,16 @@ import argparse
 import hashlib
 import inspect
 import json
-import multiprocessing as mp
 import sys
 import time
 from pathlib import Path
 
 from .. import fp
 from ..bits import Z3Backend
+from .campaign import Job
+from .campaign import run as run_campaign
 from .solvers import Result, solve, solve_smt2, solver_version, to_smt2
-from .store import PROOFS, read_proofs, sha256, write_proof
+from .store import proofs_dir, read_proofs, sha256, write_proof
 
 __all__ = ["query", "prove", "TWIN_MODE", "depends", "template", "case_query", "prove_split"]
 
@@ -163,21 +164,16 @@ def prove(op: str, fname: str, mode: str, solver: str = "bitwuzla", timeout: flo
     return r, twin
 
 
-def _case_worker(args):
-    text, solver, timeout, key = args
-    r = solve_smt2(text, solver, timeout)
-    return key, r.status, round(r.seconds, 3)
-
-
 def prove_split(op: str, fname: str, mode: str, solver: str = "bitwuzla",
                 timeout: float | None = 600, save: bool = False, jobs: int = 0,
-                log=None) -> tuple[Result, Result | None]:
-    """Prove the claim case by case (`cases`); resumable through the progress file. The
-    result is UNSAT only when every case is; a SAT case is a counterexample to the claim."""
+                log=None, ray: str | None = None) -> tuple[Result, Result | None]:
+    """Prove the claim case by case (`cases`), each case a job of the campaign runner (a
+    local pool of `jobs` processes, or Ray); resumable through the progress file. The result
+    is UNSAT only when every case is; a SAT case is a counterexample to the claim."""
     name = f"{op}-{fname}-{mode}"
     tmpl = template(op, fname, mode)
     tsha = sha256(tmpl)
-    prog_path = PROOFS / "ieee" / "split" / f"{name}.progress.json"
+    prog_path = proofs_dir() / "ieee" / "split" / f"{name}.progress.json"
     prog = {}
     if prog_path.exists():
         old = json.loads(prog_path.read_text())
@@ -198,16 +194,23 @@ def prove_split(op: str, fname: str, mode: str, solver: str = "bitwuzla",
                                          "template_sha256": tsha, "solver": solver,
                                          "solver_version": solver_version(solver),
                                          "cases": dict(sorted(prog.items()))}, indent=0) + "\n")
-    with mp.get_context("fork").Pool(jobs or mp.cpu_count()) as pool:
-        for i, (key, status, sec) in enumerate(pool.imap_unordered(_case_worker, todo), 1):
-            prog[key] = {"status": status, "seconds": sec}
-            if log:
-                log(f"{name} case {key}: {status} {sec:.1f}s ({i}/{len(todo)})")
-            if i % 16 == 0 or status != "unsat":
-                flush()
-            if status == "sat":
-                break
-    flush()
+    count = [0]
+
+    def done(job, r):                    # in the driver, as each case finishes
+        count[0] += 1
+        prog[job.id] = {"status": r["status"], "seconds": r.get("seconds", 0.0)}
+        if log:
+            log(f"{name} case {job.id}: {r['status']} {r.get('seconds', 0.0):.1f}s "
+                f"({count[0]}/{len(todo)})")
+        if count[0] % 16 == 0 or r["status"] != "unsat":
+            flush()
+    cjobs = [Job(key, "mmaformal.query.campaign:solve_job",
+                 {"text": text, "solver": s_, "timeout": t_},
+                 None if t_ is None else t_ + 60) for text, s_, t_, key in todo]
+    try:
+        run_campaign(cjobs, workers=jobs or None, ray=ray, on_result=done)
+    finally:
+        flush()
     statuses = [_pair_status(prog, fname, e0, e1) for e0, e1 in cases(fname)]
     total = sum(v["seconds"] for v in prog.values())
     status = "unsat" if all(x == "unsat" for x in statuses) else \
@@ -221,12 +224,12 @@ def prove_split(op: str, fname: str, mode: str, solver: str = "bitwuzla",
         if save:
             hard = max(((k, v) for k, v in prog.items() if v["status"] == "unsat"),
                        key=lambda kv: kv[1]["seconds"])
-            d = PROOFS / "ieee"
+            d = proofs_dir() / "ieee"
             d.mkdir(parents=True, exist_ok=True)
             (d / f"{name}.template.smt2").write_text(tmpl)
             write_proof("ieee", name, claim_text(op, fname, mode), query(op, fname, mode), r,
                         f"the same with mmaformal rounding {TWIN_MODE[mode]} instead", twin,
-                        depends(), root=PROOFS, extra={"split": {
+                        depends(), root=proofs_dir(), extra={"split": {
                             "method": "x0, x1 = concat(sign, exponent field, trailing "
                                       "significand); one case per pair of exponent fields, "
                                       "fixed by define-fun in the template (ieee.case_query)",
@@ -248,6 +251,7 @@ def main(argv=None) -> int:
     p.add_argument("--missing", action="store_true", help="only claims without a current stored proof")
     p.add_argument("--split", action="store_true", help="prove by cases on the exponent fields of x0, x1")
     p.add_argument("--jobs", type=int, default=0, help="parallel cases with --split (default: all cores)")
+    p.add_argument("--ray", metavar="auto|local|ADDRESS", help="run the cases on a Ray cluster")
     p.add_argument("--verbose", action="store_true", help="print every case with --split")
     a = p.parse_args(argv)
     have = {Path(path).stem: rec for path, rec in read_proofs("ieee")} if a.missing else {}
@@ -260,7 +264,8 @@ def main(argv=None) -> int:
                     continue
                 if a.split:
                     log = (lambda m: print(m, flush=True)) if a.verbose else None
-                    r, twin = prove_split(op, fname, mode, a.solver, a.timeout, a.save, a.jobs, log)
+                    r, twin = prove_split(op, fname, mode, a.solver, a.timeout, a.save, a.jobs, log,
+                                         a.ray)
                 else:
                     r, twin = prove(op, fname, mode, a.solver, a.timeout, a.save)
                 tw = f"twin {twin.status} {twin.seconds:.1f}s" if twin else ""

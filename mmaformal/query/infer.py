@@ -41,9 +41,9 @@ Exit codes (distinguish's): 0 identified (one survivor, or survivors proved equi
 reported); 2 bad input (empty family, unknown spec, wrong oracle shapes, a non-deterministic
 oracle); 4 unknown (budget exhausted, or survivors the solver could not separate in time).
 
-May import: numpy, the layers below, query.distinguish / family / probes / cex / prove
-(equiv_decomposed), classes,
-simulate, hw.runner (lazily, for hw: oracles). Invariant: every elimination is by a concrete
+May import: numpy, the layers below, query.frame / model / search / pool / family / cex, the
+verbs probes (dot_probes) and prove (equiv_decomposed), classes, simulate, hw.runner (lazily,
+for hw: oracles). Invariant: every elimination is by a concrete
 disagreement between a candidate's prediction and an oracle answer on one recorded input.
 """
 from __future__ import annotations
@@ -55,134 +55,31 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
 from .. import fp, isa
-from ..bits import NUMPY
 from . import family as _family
-from .distinguish import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN,
-                          BadInput, InternalError, Model, Witness, _hex, build, resolve, run_verb,
-                          search, verb_main)
+from . import probes
+from .frame import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput, InternalError, run_verb,
+                    seconds, verb_main)
+from .model import Model, _hex, resolve
+from .pool import _UINT, Batch, evaluate, plain
 from .prove import equiv_decomposed
+from .search import build, search
 from .solvers import SOLVERS
 
-__all__ = ["Batch", "Oracle", "TheoryOracle", "FileOracle", "HwOracle", "make_oracle",
-           "infer", "evaluate", "save_observations", "add_parser", "run", "DEFAULT_MAX_QUERIES"]
+__all__ = ["Oracle", "TheoryOracle", "FileOracle", "HwOracle", "make_oracle", "infer",
+           "save_observations", "add_parser", "run", "DEFAULT_MAX_QUERIES",
+           # re-exported from query.pool, where they are defined
+           "Batch", "evaluate", "plain"]
 
 DEFAULT_MAX_QUERIES = 64
 #: below this many survivors every candidate is evaluated on its own on every pool chunk
 EXACT_MAX = 256
 #: re-asked at the end to check that the oracle is deterministic
 RECHECKS = 3
-_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-
-
-# ============================================================================================
-# Batches of dot-product inputs (raw bits, lanes)
-# ============================================================================================
-
-@dataclasses.dataclass
-class Batch:
-    """n dot products: a, b (n, K), c (n,), scale_a, scale_b (n, K/scale_block) raw bits;
-    `tags[i]` says where lane i comes from (probe feature, input class, solver)."""
-
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
-    sa: np.ndarray | None = None
-    sb: np.ndarray | None = None
-    tags: list = dataclasses.field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.c)
-
-    def take(self, idx) -> "Batch":
-        idx = np.atleast_1d(np.asarray(idx))
-        return Batch(self.a[idx], self.b[idx], self.c[idx],
-                     None if self.sa is None else self.sa[idx],
-                     None if self.sb is None else self.sb[idx],
-                     [self.tags[i] for i in idx] if self.tags else [])
-
-    @staticmethod
-    def concat(bs: Sequence["Batch"]) -> "Batch":
-        bs = [b for b in bs if len(b)]
-        cat = lambda xs: None if xs[0] is None else np.concatenate(xs)
-        return Batch(np.concatenate([b.a for b in bs]), np.concatenate([b.b for b in bs]),
-                     np.concatenate([b.c for b in bs]), cat([b.sa for b in bs]),
-                     cat([b.sb for b in bs]), [t for b in bs for t in (b.tags or [""] * len(b))])
-
-    def witness(self, i: int, ins: isa.Instruction) -> Witness:
-        return Witness(ins.a, ins.b, ins.c, [int(x) for x in self.a[i]],
-                       [int(x) for x in self.b[i]], int(self.c[i]), ins.scale,
-                       [int(x) for x in self.sa[i]] if self.sa is not None else None,
-                       [int(x) for x in self.sb[i]] if self.sb is not None else None)
-
-    @classmethod
-    def from_witness(cls, w: Witness, ins: isa.Instruction, tag: str = "") -> "Batch":
-        st = lambda f: _UINT[fp.fmt(f).storage]
-        # a solver witness may set the unused high bits of an fp6/fp4 byte: keep the format's
-        # bits only (the design's raw-bit form; survivors are re-evaluated on what is asked)
-        mk = lambda f: (1 << (fp.fmt(f).k + fp.fmt(f).pad)) - 1
-        w = w.padded(ins.k, ins.k // ins.scale_block if ins.scale else 0)
-        w = Witness(w.fa, w.fb, w.fc, [x & mk(ins.a) for x in w.a], [x & mk(ins.b) for x in w.b],
-                    w.c & mk(ins.c), w.fs, w.scale_a, w.scale_b)
-        return cls(np.array([w.a], dtype=st(ins.a)), np.array([w.b], dtype=st(ins.b)),
-                   np.array([w.c], dtype=st(ins.c)),
-                   np.array([w.scale_a], dtype=np.uint8) if w.scale_a else None,
-                   np.array([w.scale_b], dtype=np.uint8) if w.scale_b else None, [tag])
-
-    def key(self, i: int) -> bytes:
-        parts = [self.a[i].tobytes(), self.b[i].tobytes(), self.c[i:i + 1].tobytes()]
-        if self.sa is not None:
-            parts += [self.sa[i].tobytes(), self.sb[i].tobytes()]
-        return b"|".join(parts)
-
-    def tiles(self, ins: isa.Instruction):
-        """(A, B, C, SA, SB) tiles of shape (n, M, K) ...: dot product i in row 0 / column 0
-        of tile i, zeros elsewhere (scales 1.0): the design's .npy form."""
-        n, M, N, K = len(self), ins.m, ins.n, ins.k
-        A = np.zeros((n, M, K), dtype=self.a.dtype)
-        B = np.zeros((n, K, N), dtype=self.b.dtype)
-        C = np.zeros((n, M, N), dtype=self.c.dtype)
-        A[:, 0, :], B[:, :, 0], C[:, 0, 0] = self.a, self.b, self.c
-        SA = SB = None
-        if ins.scale:
-            one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
-            nb = K // ins.scale_block
-            SA = np.full((n, M, nb), one, dtype=np.uint8)
-            SB = np.full((n, nb, N), one, dtype=np.uint8)
-            SA[:, 0, :], SB[:, :, 0] = self.sa, self.sb
-        return A, B, C, SA, SB
-
-
-def evaluate(m: Model, batch: Batch) -> np.ndarray:
-    """Output bits (uint64, one per lane) of model m on a batch: numpy lanes over Model.dot."""
-    ins = m.ins
-    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
-    n = len(batch)
-    a = [NUMPY.lift(batch.a[:, k], wa) for k in range(ins.k)]
-    b = [NUMPY.lift(batch.b[:, k], wb) for k in range(ins.k)]
-    c = NUMPY.lift(batch.c, wc)
-    sa = sb = None
-    if ins.scale:
-        sa = [NUMPY.lift(batch.sa[:, j], 8) for j in range(batch.sa.shape[1])]
-        sb = [NUMPY.lift(batch.sb[:, j], 8) for j in range(batch.sb.shape[1])]
-    d = m.dot(NUMPY, a, b, c, sa, sb)
-    v = np.broadcast_to(np.asarray(d.v), (n,))
-    if v.dtype == object:
-        return np.array([int(x) for x in v], dtype=np.uint64)
-    return v.astype(np.int64).astype(np.uint64) if v.dtype.kind == "i" else v.astype(np.uint64)
-
-
-def plain(bits: np.ndarray, f: str) -> np.ndarray:
-    """Finite, nonzero and below the largest finite magnitude (no overlay rule applies)."""
-    F = fp.fmt(f)
-    x = bits.astype(np.uint64)
-    mag = x & np.uint64((1 << (F.storage - 1)) - 1)
-    expf = (mag >> np.uint64(F.t)) & np.uint64((1 << F.w) - 1)
-    return (mag != 0) & (expf != np.uint64((1 << F.w) - 1)) & (mag < np.uint64(F.max_code))
 
 
 # ============================================================================================
@@ -395,7 +292,6 @@ def pool_chunks(ins: isa.Instruction, seed: int = 0):
     """The pool, chunk by chunk: regular probes and input classes first (finite results, where
     the overlay parameters do not act), then the special probes and classes, then more of
     everything."""
-    from . import probes
     rng = np.random.default_rng(seed)
     reg, spec = probes.dot_probes(ins)
     n = len(reg) if reg is not None else 0
@@ -540,15 +436,251 @@ class Query:
     alive_after: int
 
 
-def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_QUERIES,
-          solver: str = "bitwuzla", timeout: float | None = 60, seed: int = 0,
-          log: Callable[[str], None] | None = None, rechecks: int = RECHECKS,
-          max_solver_calls: int = 12, solver_budget: float = 120,
-          validate: int = 12) -> dict:
-    """Run the loop; a result dict (see `to_json`)."""
-    log = log or (lambda s: None)
-    t0 = time.perf_counter()
+class _Loop:
+    """One run of the loop: the engine's candidates, the queries asked, the candidates each
+    query ruled out, and the proved equivalences (a union-find over candidate indices)."""
+
+    def __init__(self, cands: list, stats: dict, shared: dict, oracle: Oracle,
+                 max_queries: int, log: Callable[[str], None]):
+        self.cands, self.stats, self.shared, self.oracle = cands, stats, shared, oracle
+        self.ins = oracle.ins
+        self.max_queries = max_queries
+        self.log = log
+        self.E = _Engine(cands, self.ins, log)
+        self.queries: list[Query] = []
+        self.asked: set = set()
+        self.ruled_out: dict[int, int] = {}
+        self.equivalences: list[dict] = []
+        self.unknown: list[dict] = []
+        self.cls = list(range(len(cands)))
+        self.exhausted = False
+        self.synth = 0
+        self.validation = 0
+        self.rechecks = 0
+
+    def alive(self) -> int:
+        return int(self.E.alive.sum())
+
+    def room(self) -> bool:
+        """Budget left and more than one candidate alive."""
+        return len(self.queries) < self.max_queries and self.alive() > 1
+
+    def find(self, i: int) -> int:
+        cls = self.cls
+        while cls[i] != i:
+            cls[i] = cls[cls[i]]
+            i = cls[i]
+        return i
+
+    def ask(self, batch: Batch, preds: dict[int, np.ndarray], source: str) -> None:
+        """Ask the oracle one dot product; drop every candidate whose prediction differs."""
+        E = self.E
+        before = self.alive()
+        y = int(self.oracle.ask(batch)[0])
+        qi = len(self.queries)
+        for i, v in preds.items():
+            if int(v[0]) != y and E.alive[i]:
+                E.alive[i] = False
+                self.ruled_out[i] = qi
+        self.queries.append(Query(qi, source, batch, y, before, self.alive()))
+        self.asked.add(batch.key(0))
+        self.log(f"query {qi + 1} ({source}): {_hex(y, self.ins.d)}: {before} -> "
+                 f"{self.alive()} alive")
+
+    # -- the pool ---------------------------------------------------------------------------
+    def _next_chunk(self, gen_box: list, seed: int) -> int | None:
+        """The index of the next pool chunk (recorded inputs, a shared chunk, or a new one
+        from pool_chunks); None when the pool is exhausted."""
+        E, shared = self.E, self.shared
+        npool = len(E.chunks)
+        if self.oracle.recorded is not None:
+            if npool:
+                return None
+            return E.add_chunk(self.oracle.recorded)
+        if npool < len(shared["chunks"]):
+            E.chunks.append(shared["chunks"][npool])
+            E.out.append(shared["out"][npool])
+            return npool
+        if gen_box[0] is None:             # deterministic: skip the chunks already shared
+            gen_box[0] = pool_chunks(self.ins, seed)
+            for _ in range(npool):
+                next(gen_box[0], None)
+        nxt = next(gen_box[0], None)
+        if nxt is None:
+            return None
+        j = E.add_chunk(nxt)
+        shared["chunks"].append(E.chunks[j])
+        shared["out"].append(E.out[j])
+        return j
+
+    def pool(self, seed: int) -> None:
+        """Ask the pool input that splits the survivors best, chunk by chunk, until one
+        candidate is left, the budget is spent, or no pool input splits them."""
+        E = self.E
+        gen_box: list = [None]
+        j = None
+        while self.room():
+            if j is None:
+                j = self._next_chunk(gen_box, seed)
+                if j is None:
+                    self.exhausted = True
+                    break
+            pick = None
+            for jj in range(j + 1):              # earlier chunks first (already evaluated)
+                pick = E.best_lane(jj, self.asked)
+                if pick is not None:
+                    pick = (jj, *pick)
+                    break
+            if pick is None:
+                j = None
+                continue
+            jj, lane, _ = pick
+            b = E.chunks[jj].take([lane])
+            preds = E.predictions(jj, np.array([lane]))
+            tag = E.chunks[jj].tags[lane] if E.chunks[jj].tags else ""
+            self.ask(b, preds, f"pool:{tag}")
+            if E.alive.sum() == 0:
+                break
+
+    # -- the solver path --------------------------------------------------------------------
+    def _pending_pair(self) -> tuple[int, int] | None:
+        """Two alive classes not yet tried without an answer."""
+        roots = list(dict.fromkeys(self.find(int(i)) for i in np.flatnonzero(self.E.alive)))
+        for x in roots:
+            for y in roots:
+                if x < y and not any({u["a"], u["b"]} == {x, y} for u in self.unknown):
+                    return x, y
+        return None
+
+    def _merge(self, x: int, y: int, record: dict) -> None:
+        self.cls[self.find(y)] = self.find(x)
+        self.equivalences.append({"a": self.cands[x].label, "b": self.cands[y].label,
+                                  "verdict": "proved", **record})
+
+    def _try_decomposed(self, x: int, y: int, solver: str, timeout: float) -> float:
+        """prove.equiv_decomposed on the pair (chains differing only in zero-sign/overflow
+        rules): merged when proved. Returns the seconds spent, or -1 when not decomposable."""
+        cands = self.cands
+        dec = equiv_decomposed(cands[x].model, cands[y].model, solver, timeout)
+        if dec is None:
+            return -1.0
+        if dec["status"] == "proved":
+            self._merge(x, y, {"method": "decomposed", "solver": dec["solver"],
+                               "seconds": round(dec["seconds"], 3),
+                               "lemmas": [{k: p[k] for k in ("lemma", "status", "sha256", "seconds")}
+                                          for p in dec["parts"]],
+                               "twin": (dec.get("twin") or {}).get("verdict", "none")})
+            self.log(f"proved equivalent (decomposed, {len(dec['parts'])} lemmas): "
+                     f"{cands[x].label} == {cands[y].label} ({dec['seconds']:.1f} s)")
+        return dec["seconds"]
+
+    def _try_search(self, x: int, y: int, solver: str, timeout: float) -> float:
+        """distinguish's search on the pair: a witness is the next query; unsat merges the
+        pair; a time-out is recorded as unknown. Returns the seconds spent."""
+        cands = self.cands
+        A, B = cands[x].model, cands[y].model
+        st, found, secs, last, text = search(build(A, B), 1, solver, timeout)
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        if st == "distinguished":
+            self.synth += 1
+            b = Batch.from_witness(found[0].witness, self.ins, f"solver:{A.label} vs {B.label}")
+            jj = self.E.add_chunk(b)
+            preds = self.E.predictions(jj, np.array([0]))
+            self.ask(b, preds, f"solver:{A.label} vs {B.label}")
+        elif st == "equivalent":
+            self._merge(x, y, {"method": "monolithic", "solver": last.solver,
+                               "seconds": round(secs, 3), "query_sha256": sha})
+            self.log(f"proved equivalent: {cands[x].label} == {cands[y].label} ({secs:.1f} s)")
+        else:
+            self.unknown.append({"a": x, "b": y, "labels": [cands[x].label, cands[y].label],
+                                 "reason": (last.reason if last else "") or "no answer",
+                                 "seconds": round(secs, 3)})
+            self.log(f"unknown: {cands[x].label} vs {cands[y].label} ({secs:.1f} s)")
+        return secs
+
+    def solve(self, solver: str, timeout: float | None, max_calls: int, budget: float) -> None:
+        """When the pool is exhausted: hand pairs of survivors to the solver (decomposed
+        equivalence first, else the distinguishing search) within the call and time budget."""
+        calls = 0
+        spent = 0.0
+        while (self.room() and self.oracle.can_synthesize and self.exhausted
+               and calls < max_calls and spent < budget):
+            calls += 1
+            pend = self._pending_pair()
+            if pend is None:
+                break
+            x, y = pend
+            left = budget - spent
+            secs = self._try_decomposed(x, y, solver, min(timeout or left, left))
+            if secs >= 0:
+                spent += secs
+                if self.find(y) == self.find(x):
+                    continue
+            left = budget - spent
+            spent += self._try_search(x, y, solver, min(timeout or left, left))
+
+    # -- validation and determinism ---------------------------------------------------------
+    def validate(self, n: int, seed: int) -> None:
+        """CLFP step 4: the survivors must also predict inputs nobody chose (n random pool
+        inputs not asked yet)."""
+        E = self.E
+        if not n or E.alive.sum() < 1:
+            return
+        lanes = [(jj, ln) for jj in range(len(E.chunks)) for ln in range(len(E.chunks[jj]))
+                 if E.chunks[jj].key(ln) not in self.asked]
+        rng = np.random.default_rng(seed + 1)
+        order = rng.permutation(len(lanes)) if lanes else []
+        for k in order[:n]:
+            if len(self.queries) >= self.max_queries or E.alive.sum() == 0:
+                break
+            jj, ln = lanes[int(k)]
+            preds = E.predictions(jj, np.array([ln]))
+            tag = E.chunks[jj].tags[ln] if E.chunks[jj].tags else ""
+            self.ask(E.chunks[jj].take([ln]), preds, f"validate:{tag}")
+            self.validation += 1
+
+    def recheck(self, n: int) -> None:
+        """Ask up to n earlier queries again (first, middle, last): a different answer is a
+        non-deterministic oracle, BadInput."""
+        qs = self.queries
+        idx = sorted({0, len(qs) // 2, len(qs) - 1})[:n] if qs else []
+        for qi in idx:
+            q = qs[qi]
+            y2 = int(self.oracle.ask(q.batch)[0])
+            if y2 != q.answer:
+                raise BadInput(f"oracle {self.oracle.label} is not deterministic: query {qi + 1} "
+                               f"{json.dumps(q.batch.witness(0, self.ins).to_json())} gave "
+                               f"{_hex(q.answer, self.ins.d)}, then {_hex(y2, self.ins.d)}")
+        self.rechecks = len(idx)
+
+    def verdict(self) -> tuple[str, list[int], dict[int, list[int]]]:
+        """(status, alive candidates, classes of proved-equivalent alive candidates)."""
+        alive = [int(i) for i in np.flatnonzero(self.E.alive)]
+        classes: dict[int, list[int]] = {}
+        for i in alive:
+            classes.setdefault(self.find(i), []).append(i)
+        if not alive:
+            status = "none-fits"
+        elif len(classes) == 1:
+            status = "identified"
+        elif self.unknown:
+            status = "unknown"
+        else:
+            status = "budget" if len(self.queries) >= self.max_queries else "unresolved"
+        if status != "identified" and len(classes) > 1 and not self.unknown and not self.exhausted:
+            status = "budget"
+        return status, alive, classes
+
+
+def _shared_candidates(fam: "_family.Family", oracle: Oracle, seed: int) -> dict:
+    """{"cands", "stats", "chunks", "out"} of the family on the oracle's instruction; pool
+    evaluations do not depend on the oracle, so runs on one instruction share them (`_SHARED`,
+    not for recorded oracles, whose pool is their recording). BadInput when no candidate is
+    left."""
     ins = oracle.ins
+    if ins.integer:           # issue 14: the hypothesis families are floating-point ones
+        raise BadInput(f"{ins.name} is an integer instruction: infer searches floating-point "
+                       f"families; separate the integer theories with probes / distinguish")
     skey = (fam.id, fam.file, repr(fam.structures), repr(fam.domain), ins.name, seed)
     shared = _SHARED.get(skey) if oracle.recorded is None else None
     if shared is None:
@@ -562,183 +694,37 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
         why = f" (e.g. {stats['why_dropped']})" if stats["why_dropped"] else ""
         raise BadInput(f"family {fam.id} has no candidate for {ins.name}: {stats['points']} "
                        f"point(s), all dropped{why}")
+    return shared
+
+
+def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_QUERIES,
+          solver: str = "bitwuzla", timeout: float | None = 60, seed: int = 0,
+          log: Callable[[str], None] | None = None, rechecks: int = RECHECKS,
+          max_solver_calls: int = 12, solver_budget: float = 120,
+          validate: int = 12) -> dict:
+    """Run the loop (pool, solver path, validation, determinism recheck); a result dict (see
+    `to_json`)."""
+    log = log or (lambda s: None)
+    t0 = time.perf_counter()
+    ins = oracle.ins
+    shared = _shared_candidates(fam, oracle, seed)
+    cands, stats = shared["cands"], shared["stats"]
     log(f"{fam.id} on {ins.name}: {len(cands)} candidates ({stats['merged']} merged statically, "
         f"{stats['dropped']} dropped)")
-    E = _Engine(cands, ins, log)
-    queries: list[Query] = []
-    asked: set = set()
-    ruled_out: dict[int, int] = {}
-    equivalences: list[dict] = []
-    unknown: list[dict] = []
-    cls = list(range(len(cands)))           # union-find over proved equivalences
-
-    def find(i):
-        while cls[i] != i:
-            cls[i] = cls[cls[i]]
-            i = cls[i]
-        return i
-
-    def ask(batch: Batch, preds: dict[int, np.ndarray], source: str) -> None:
-        before = int(E.alive.sum())
-        y = int(oracle.ask(batch)[0])
-        qi = len(queries)
-        for i, v in preds.items():
-            if int(v[0]) != y and E.alive[i]:
-                E.alive[i] = False
-                ruled_out[i] = qi
-        queries.append(Query(qi, source, batch, y, before, int(E.alive.sum())))
-        asked.add(batch.key(0))
-        log(f"query {qi + 1} ({source}): {_hex(y, ins.d)}: {before} -> {int(E.alive.sum())} alive")
-
-    # -- the pool -------------------------------------------------------------------------
-    gen = None
-    j = None
-    exhausted = False
-    while len(queries) < max_queries and E.alive.sum() > 1:
-        if j is None:
-            npool = len(E.chunks)
-            if oracle.recorded is not None:
-                if npool:
-                    exhausted = True
-                    break
-                j = E.add_chunk(oracle.recorded)
-            elif npool < len(shared["chunks"]):
-                E.chunks.append(shared["chunks"][npool])
-                E.out.append(shared["out"][npool])
-                j = npool
-            else:
-                if gen is None:             # deterministic: skip the chunks already shared
-                    gen = pool_chunks(ins, seed)
-                    for _ in range(npool):
-                        next(gen, None)
-                nxt = next(gen, None)
-                if nxt is None:
-                    exhausted = True
-                    break
-                j = E.add_chunk(nxt)
-                shared["chunks"].append(E.chunks[j])
-                shared["out"].append(E.out[j])
-        pick = None
-        for jj in range(j + 1):              # earlier chunks first (already evaluated)
-            pick = E.best_lane(jj, asked)
-            if pick is not None:
-                pick = (jj, *pick)
-                break
-        if pick is None:
-            j = None
-            continue
-        jj, lane, _ = pick
-        b = E.chunks[jj].take([lane])
-        preds = E.predictions(jj, np.array([lane]))
-        tag = E.chunks[jj].tags[lane] if E.chunks[jj].tags else ""
-        ask(b, preds, f"pool:{tag}")
-        if E.alive.sum() == 0:
-            break
-
-    # -- the solver path --------------------------------------------------------------------
-    synth = calls = 0
-    spent = 0.0
-    while (len(queries) < max_queries and E.alive.sum() > 1 and oracle.can_synthesize
-           and exhausted and calls < max_solver_calls and spent < solver_budget):
-        calls += 1
-        alive = [int(i) for i in np.flatnonzero(E.alive)]
-        roots = list(dict.fromkeys(find(i) for i in alive))
-        pend = None
-        for x in roots:
-            for y in roots:
-                if x < y and not any({u["a"], u["b"]} == {x, y} for u in unknown):
-                    pend = (x, y)
-                    break
-            if pend:
-                break
-        if pend is None:
-            break
-        x, y = pend
-        A, B = cands[x].model, cands[y].model
-        left = solver_budget - spent
-        dec = equiv_decomposed(A, B, solver, min(timeout or left, left))
-        if dec is not None:           # chains differing only in zero-sign/overflow rules
-            spent += dec["seconds"]
-        if dec is not None and dec["status"] == "proved":
-            cls[find(y)] = find(x)
-            equivalences.append({"a": cands[x].label, "b": cands[y].label, "verdict": "proved",
-                                 "method": "decomposed", "solver": dec["solver"],
-                                 "seconds": round(dec["seconds"], 3),
-                                 "lemmas": [{k: p[k] for k in ("lemma", "status", "sha256", "seconds")}
-                                            for p in dec["parts"]],
-                                 "twin": (dec.get("twin") or {}).get("verdict", "none")})
-            log(f"proved equivalent (decomposed, {len(dec['parts'])} lemmas): "
-                f"{cands[x].label} == {cands[y].label} ({dec['seconds']:.1f} s)")
-            continue
-        left = solver_budget - spent
-        q = build(A, B)
-        st, found, secs, last, text = search(q, 1, solver, min(timeout or left, left))
-        spent += secs
-        sha = hashlib.sha256(text.encode()).hexdigest()
-        if st == "distinguished":
-            synth += 1
-            b = Batch.from_witness(found[0].witness, ins, f"solver:{A.label} vs {B.label}")
-            jj = E.add_chunk(b)
-            preds = E.predictions(jj, np.array([0]))
-            ask(b, preds, f"solver:{A.label} vs {B.label}")
-        elif st == "equivalent":
-            cls[find(y)] = find(x)
-            equivalences.append({"a": cands[x].label, "b": cands[y].label, "verdict": "proved",
-                                 "method": "monolithic", "solver": last.solver, "seconds": round(secs, 3),
-                                 "query_sha256": sha})
-            log(f"proved equivalent: {cands[x].label} == {cands[y].label} ({secs:.1f} s)")
-        else:
-            unknown.append({"a": x, "b": y, "labels": [cands[x].label, cands[y].label],
-                            "reason": (last.reason if last else "") or "no answer",
-                            "seconds": round(secs, 3)})
-            log(f"unknown: {cands[x].label} vs {cands[y].label} ({secs:.1f} s)")
-
-    # -- validation (CLFP step 4): the survivors must also predict inputs nobody chose ------
-    vq = 0
-    if validate and E.alive.sum() >= 1:
-        lanes = [(jj, ln) for jj in range(len(E.chunks)) for ln in range(len(E.chunks[jj]))
-                 if E.chunks[jj].key(ln) not in asked]
-        rng = np.random.default_rng(seed + 1)
-        order = rng.permutation(len(lanes)) if lanes else []
-        for k in order[:validate]:
-            if len(queries) >= max_queries or E.alive.sum() == 0:
-                break
-            jj, ln = lanes[int(k)]
-            preds = E.predictions(jj, np.array([ln]))
-            tag = E.chunks[jj].tags[ln] if E.chunks[jj].tags else ""
-            ask(E.chunks[jj].take([ln]), preds, f"validate:{tag}")
-            vq += 1
-
-    # -- determinism ------------------------------------------------------------------------
-    re_idx = sorted({0, len(queries) // 2, len(queries) - 1})[:rechecks] if queries else []
-    for qi in re_idx:
-        q = queries[qi]
-        y2 = int(oracle.ask(q.batch)[0])
-        if y2 != q.answer:
-            raise BadInput(f"oracle {oracle.label} is not deterministic: query {qi + 1} "
-                           f"{json.dumps(q.batch.witness(0, ins).to_json())} gave "
-                           f"{_hex(q.answer, ins.d)}, then {_hex(y2, ins.d)}")
-
-    alive = [int(i) for i in np.flatnonzero(E.alive)]
-    classes: dict[int, list[int]] = {}
-    for i in alive:
-        classes.setdefault(find(i), []).append(i)
-    if not alive:
-        status = "none-fits"
-    elif len(classes) == 1:
-        status = "identified"
-    elif unknown:
-        status = "unknown"
-    else:
-        status = "budget" if len(queries) >= max_queries else "unresolved"
-    if status != "identified" and len(classes) > 1 and not unknown and not exhausted:
-        status = "budget"
+    run = _Loop(cands, stats, shared, oracle, max_queries, log)
+    run.pool(seed)
+    run.solve(solver, timeout, max_solver_calls, solver_budget)
+    run.validate(validate, seed)
+    run.recheck(rechecks)
+    status, alive, classes = run.verdict()
     return {"status": status, "family": fam, "oracle": oracle, "instruction": ins.name,
-            "candidates": cands, "stats": stats, "queries": queries, "synthesized": synth,
-            "validation": vq, "rechecks": len(re_idx), "alive": alive, "classes": list(classes.values()),
-            "equivalences": equivalences, "unknown": unknown, "ruled_out": ruled_out,
-            "failed": {cands[i].label: w for i, w in E.failed.items()},
-            "evaluations": E.evals, "eval_seconds": E.eval_seconds,
+            "candidates": cands, "stats": stats, "queries": run.queries,
+            "synthesized": run.synth, "validation": run.validation, "rechecks": run.rechecks,
+            "alive": alive, "classes": list(classes.values()),
+            "equivalences": run.equivalences, "unknown": run.unknown,
+            "ruled_out": run.ruled_out,
+            "failed": {cands[i].label: w for i, w in run.E.failed.items()},
+            "evaluations": run.E.evals, "eval_seconds": run.E.eval_seconds,
             "seconds": time.perf_counter() - t0, "max_queries": max_queries, "saved": []}
 
 
@@ -841,7 +827,7 @@ def save(res: dict, root: Path | None = None) -> Path:
         "tool": {"date": _dt.date.today().isoformat(), "queries": d["queries"],
                  "seconds": d["seconds"]},
     }
-    base = (root or cex.ROOT) / "infer"
+    base = (root or cex.store_dir()) / "infer"
     base.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256(json.dumps(rec["runs"], sort_keys=True).encode()).hexdigest()[:10]
     p = base / f"{cex._slug(ins.name + '--' + d['oracle']['label'])}-{h}.json"
@@ -863,7 +849,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--instr", metavar="NAME", help="instruction for theory ids / files")
     q.add_argument("--max-queries", type=int, default=DEFAULT_MAX_QUERIES, metavar="N")
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"])
-    q.add_argument("--timeout", type=float, default=60, metavar="S",
+    q.add_argument("--timeout", type=seconds, default=60, metavar="S",
                    help="seconds per solver call (a time-out is 'unknown')")
     q.add_argument("--solver-budget", type=float, default=120, metavar="S",
                    help="seconds of solver time in all (pairs left are reported unknown)")

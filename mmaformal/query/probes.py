@@ -1,6 +1,8 @@
 """Layer 5, query/probes: the probing steps of seed 002 sec. 3.1 as raw-bit tiles + a manifest.
 
-    mmaformal probes INSTR|THEORY --out DIR [--instr NAME] [--solve] [--timeout T] [--json]
+    mmaformal probes INSTR|THEORY [--out DIR] [--instr NAME] [--solve] [--timeout T] [--json]
+
+(without --out: the store's probes/<target>/, mmaformal.paths)
 
 Writes, per feature, DIR/<feature>/A.npy, B.npy, C.npy (tiles (T, M, K), (T, K, N), (T, M, N)
 of raw bits: the design's .npy form, run unchanged by `mmaformal simulate` and `mmaformal hw
@@ -50,8 +52,8 @@ witness (which is then added as a probe), or "unknown" (time-out).
 `dot_probes(ins)` gives the same dot products as two Batches (regular: finite results; special:
 specials, overflow, zero results) for the pool of mmaformal.query.infer.
 
-May import: numpy, fp, isa, theory, classes (from_float), query.distinguish, query.infer
-(Batch, evaluate: lazily). Invariant: every probe input is exact in its formats (built from
+May import: numpy, fp, isa, theory, classes (from_float), query.frame / model / pool (Batch,
+evaluate) / search. Invariant: every probe input is exact in its formats (built from
 exactly representable values and checked by decoding back); infeasible probes are skipped.
 """
 from __future__ import annotations
@@ -66,7 +68,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import fp, isa
-from .distinguish import BadInput, EXIT_BAD, EXIT_OK, Model, _hex, mutate, resolve
+from .frame import EXIT_BAD, EXIT_OK, BadInput, seconds
+from .model import Model, _hex, mutate, resolve
+from .pool import Batch, evaluate
+from .search import build, search
 
 __all__ = ["FEATURES", "INT_FEATURES", "features", "dot_probes", "build_probes", "rivals", "write", "add_parser", "run"]
 
@@ -425,7 +430,6 @@ def build_probes(ins: isa.Instruction) -> _Builder:
 
 
 def _batch(ins, rows, feature):
-    from .infer import Batch
     if not rows:
         return None
     st = lambda f: _UINT[fp.fmt(f).storage]
@@ -443,7 +447,6 @@ def _batch(ins, rows, feature):
 def dot_probes(ins: isa.Instruction):
     """(regular, special) Batches of the dot-product probes (independence excluded); None
     where no probe is exact in the instruction's formats (e.g. e2m1)."""
-    from .infer import Batch
     bd = build_probes(ins)
     feats = features(ins)
     reg = [x for x in (_batch(ins, bd.rows[f], f) for f in feats
@@ -527,7 +530,6 @@ def _independence(ins: isa.Instruction, n: int = 4, seed: int = 0):
 def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = False,
           solver: str = "bitwuzla", timeout: float = 30) -> dict:
     """Write the probe files and the manifest; returns the manifest."""
-    from .infer import Batch, evaluate
     t0 = time.perf_counter()
     base = resolve(spec, instr)
     ins = base.ins
@@ -601,7 +603,6 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
 
 def _solve_pairs(rv: list[Model], pairs, solver, timeout) -> list[dict]:
     """Solver check of rival pairs that no probe separates: equivalent, witness, or unknown."""
-    from .distinguish import build, search
     by = {m.label: m for m in rv}
     res = []
     for x, y in pairs[:12]:
@@ -618,18 +619,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q = subparsers.add_parser("probes", help="probe tiles (seed 002 sec. 3.1) + manifest",
                               description=__doc__.split("\n\n")[0])
     q.add_argument("target", metavar="INSTR|THEORY", help="an instruction or a model spec")
-    q.add_argument("--out", required=True, metavar="DIR")
+    q.add_argument("--out", metavar="DIR",
+                   help="where to write (default: the store's probes/<target>/; see --store)")
     q.add_argument("--instr", metavar="NAME", help="instruction for a theory id")
     q.add_argument("--solve", action="store_true",
                    help="hand rival pairs that no probe separates to the solver")
     q.add_argument("--solver", default="bitwuzla")
-    q.add_argument("--timeout", type=float, default=30)
+    q.add_argument("--timeout", type=seconds, default=30)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=run)
     return q
 
 
 def run(args) -> int:
+    if not args.out:
+        import re
+        from .. import paths
+        args.out = paths.store("probes") / re.sub(r"[^A-Za-z0-9._-]+", "_", args.target).strip("_")
     try:
         man = write(args.target, args.out, args.instr, args.solve, args.solver, args.timeout)
     except BadInput as e:

@@ -44,20 +44,19 @@ proofs/cache/<sha256>.smt2|json, refutations in counterexamples/<claim>/.
 
 Exit codes (`run`): 0 proved, 1 refuted, 2 bad input, 3 internal error, 4 unknown.
 
-May import: mmaformal.query.distinguish/decompose/cex/store, the layers below, z3.
+The claims' statements and concrete checks live in mmaformal.query.claims, their records in
+.proofs (proofs/) and .cex (counterexamples/), the equivalence query in .search.
+
+May import: the query modules below the verbs (frame, model, search, claims, decompose, cache,
+proofs, store), the layers below, z3.
 """
 from __future__ import annotations
 
 import argparse
 import collections
-import datetime as _dt
 import fnmatch
-import hashlib
-import inspect
 import json
-import multiprocessing as mp
 import os
-import re
 import sys
 import time
 from fractions import Fraction
@@ -66,90 +65,33 @@ from typing import Sequence
 
 from .. import fp, isa, mma
 from .. import theory as _theory
-from ..bits import BV, INT, Z3Backend, bvmax, clz, ite
+from ..bits import BV, Z3Backend, clz, ite
+from . import campaign as _campaign
 from . import decompose as _dec
-from .distinguish import (BadInput, CACHE, CACHE_DIR, EXIT_INTERNAL, EXIT_OK,
-                          EXIT_REFUTED, EXIT_UNKNOWN, InternalError, Inputs, Model, Witness,
-                          _hex, add_common, approx_equal, build, check, equivalence_twin,
-                          evaluate, free_vars, mutate, neg_bits, portable, replay, resolve,
-                          resolve_pair, run_verb, search, smt2_text, verb_main)
-from .store import PROOFS, sha256
+from . import minimize as _min
+from .cache import CACHE
+from .claims import (CLAIMS, SYMMETRY_STATEMENT, SYMMETRY_STATEMENT_INT, approx_int as _approx_int,
+                     bound_blocks as _bound_blocks, bound_concrete as _bound_concrete, neg_int as
+                     _neg_int, neg_witness as _neg_witness, outcome, value_lt)
+from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
+                    add_common, run_verb, verb_main)
+from .model import (Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check,
+                    mutate, neg_bits,
+                    parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
+from .proofs import depends, prune_cache, save_result, store_equivalence
+from .search import build, constraints_satisfiable, equivalence_twin, search
+from .solvers import Result
+from .store import lemma_dir, sha256
+from .witness_search import monotonic_pair
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
-           "prove_bound", "symmetry_groups", "value_lt", "store_equivalence", "add_parser",
-           "run", "CLAIMS"]
-
-CLAIMS = ("equiv", "symmetry", "monotonic", "bound", "unobservable")
-
-SYMMETRY_STATEMENT = (
-    "Phi(-A, B, -C) ~ -Phi(A, B, C) for every input, where -x flips the sign bit (fnuz "
-    "formats: 0x00 and the NaN 0x80 are their own negations) and x ~ y means bitwise equal, "
-    "except that any two NaN outputs are equal and any two zero outputs (+0, -0) are equal")
-#: the same claim for integer instructions (negation and equality as integers do them)
-SYMMETRY_STATEMENT_INT = (
-    "Phi(-A, B, -C) = -Phi(A, B, C) for every input, where -x is the two's complement negation "
-    "of a signed integer (wrapping: the most negative value is its own negation; unsigned "
-    "operands are not negated) and = means bitwise equal")
-
-
-def depends() -> dict[str, str]:
-    """Hashes of the definitions the claims depend on (source of bits, fp, mma)."""
-    from .. import bits
-    return {m.__name__: hashlib.sha256(inspect.getsource(m).encode()).hexdigest()[:16]
-            for m in (bits, fp, mma)}
+           "prove_bound", "symmetry_groups", "equiv_decomposed", "add_parser", "run",
+           # re-exported for callers of the verb module (the definitions live in claims/proofs)
+           "value_lt", "store_equivalence", "CLAIMS", "depends", "prune_cache"]
 
 
 def _now() -> float:
     return time.perf_counter()
-
-
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")[:120]
-
-
-def outcome(status, claim, models, seconds, solver="", witness=None, **kw) -> dict:
-    d = {"status": status, "claim": claim, "witness": witness, "solver": solver,
-         "seconds": round(seconds, 3), "models": [m.spec() for m in models], "method": "",
-         "parts": [], "twin": None, "saved": [], "reason": "", "detail": {}}
-    d.update(kw)
-    return d
-
-
-# ============================================================================================
-# Concrete helpers
-# ============================================================================================
-
-def value_lt(x: int, y: int, f: str) -> bool:
-    """x < y as real numbers (both non-NaN; +0 = -0; +-Inf at the ends)."""
-    from ..simulate import value_of
-    def key(v):
-        v = value_of(v, f)
-        if v in ("inf", "-inf"):
-            return (1 if v == "inf" else -1, 0)
-        return (0, Fraction(0) if v in ("0", "-0") else v)
-    return key(x) < key(y)
-
-
-def _neg_witness(w: Witness) -> Witness:
-    n = lambda v, f: int(neg_bits(INT.const(v, fp.fmt(f).storage, False), f).v)
-    return Witness(w.fa, w.fb, w.fc, [n(x, w.fa) for x in w.a], list(w.b), n(w.c, w.fc), w.fs,
-                   w.scale_a, w.scale_b)
-
-
-def _approx_int(x: int, y: int, f: str) -> bool:
-    s = fp.fmt(f).storage
-    return bool(approx_equal(INT.const(x, s, False), INT.const(y, s, False), f).v)
-
-
-def _neg_int(x: int, f: str) -> int:
-    return int(neg_bits(INT.const(x, fp.fmt(f).storage, False), f).v)
-
-
-def _replay_all(models, w, backends):
-    try:
-        return replay(models, w, backends)
-    except InternalError:
-        raise
 
 
 # ============================================================================================
@@ -309,19 +251,14 @@ def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
 # ---- groups of instructions with one arithmetic ---------------------------------------------
 
 SETS = {
-    "nvidia-tfdpa": "every dense NVIDIA instruction with K <= 16 whose primary theory is "
-                    "T-FDPA-based (t_fdpa, st_fdpa, gst_fdpa)",
+    "nvidia-tfdpa": "every dense NVIDIA mma/wgmma/tcgen05 instruction with K <= 16 whose "
+                    "primary theory is T-FDPA-based (t_fdpa, st_fdpa, gst_fdpa)",
     "cdna3-tr": "every dense CDNA3 (gfx942) instruction whose primary theory is TR-FDPA or "
                 "GTR-FDPA",
 }
 
 
-def _arith_key(t: _theory.Theory, ins: isa.Instruction) -> str:
-    c = t.content()
-    c.pop("id")
-    c.pop("instructions")
-    return json.dumps([c, ins.a, ins.b, ins.c, ins.d, ins.k, ins.scale, ins.scale_block],
-                      sort_keys=True)
+_arith_key = arith_key
 
 
 def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) -> list[list[str]]:
@@ -338,7 +275,7 @@ def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) ->
             if not t:
                 continue
             t = t[0]
-            if ins.sparse:            # the sets are the dense forms (sparse ones: issue 14)
+            if ins.sparse or ins.family == "wmma":    # the sets predate these (issue 14)
                 continue
             if set_name == "nvidia-tfdpa" and ins.vendor == "nvidia" and ins.k <= 16 and \
                     t.model == "fdpa" and t.op in ("t_fdpa", "st_fdpa", "gst_fdpa"):
@@ -369,40 +306,26 @@ def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) ->
     return [sorted(v) for v in groups.values()]
 
 
-def _group_worker(args):
-    names, opts = args
-    if opts.get("cache_dir"):
-        CACHE.root = Path(opts["cache_dir"])
-    try:
-        m = resolve(names[0])
-        res = prove_symmetry(m, opts["solver"], opts["timeout"], opts["method"], opts["save"],
-                             None, opts["backends"], opts["twin"], names,
-                             persist=bool(opts.get("cache_dir")))
-        res.pop("_runs", None)
-        res.pop("_texts", None)
-        return res
-    except (BadInput, InternalError) as e:
-        return {"status": "error", "claim": names[0], "reason": str(e), "group": names,
-                "witness": None, "solver": opts["solver"], "seconds": 0.0,
-                "internal": isinstance(e, InternalError)}
-
-
 def prove_symmetry_many(groups: list[list[str]], jobs: int = 0, **opts) -> list[dict]:
-    """One proof per group, independent groups in parallel processes."""
+    """One proof per group, independent groups through the campaign runner (a local pool of
+    `jobs` processes, default all available CPUs); proved lemmas are shared between the
+    workers through a lemma folder (the store's with save, else a temporary one)."""
     import tempfile
-    jobs = jobs or os.cpu_count() or 1
     tmp = None
-    if not opts.get("save"):             # share proved lemmas between the worker processes
-        tmp = tempfile.TemporaryDirectory(prefix="mmaformal-lemmas-")
-        opts["cache_dir"] = tmp.name
+    if opts.get("save"):
+        cache_dir = str(lemma_dir())
     else:
-        opts["cache_dir"] = str(CACHE_DIR)
-    tasks = [(g, opts) for g in groups]
+        tmp = tempfile.TemporaryDirectory(prefix="mmaformal-lemmas-")
+        cache_dir = tmp.name
+    js = [_campaign.Job(f"symmetry/{g[0]}", "mmaformal.query.prove:prove_job",
+                        dict(claim="symmetry", names=g, solver=opts.get("solver", "bitwuzla"),
+                             timeout=opts.get("timeout"), method=opts.get("method", "auto"),
+                             twin=opts.get("twin", True), cache_dir=cache_dir,
+                             backends=list(opts.get("backends", ("int", "numpy", "compiled")))))
+          for g in groups]
     try:
-        if jobs <= 1 or len(tasks) <= 1:
-            return [_group_worker(t) for t in tasks]
-        with mp.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
-            return pool.map(_group_worker, tasks, chunksize=1)
+        return _campaign.run(js, workers=jobs or None,
+                             on_result=save_group("symmetry") if opts.get("save") else None)
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -479,7 +402,10 @@ def _equiv_twin(stA, stB, diff, solver, timeout) -> dict:
 
 def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla",
                 timeout=600, save=False, emit=None, backends=("int", "numpy", "compiled"),
-                claim: str | None = None, group: str = "equiv", method: str = "auto") -> dict:
+                claim: str | None = None, group: str = "equiv", method: str = "auto",
+                raw: bool = False, minimize_timeout: float = _min.DEFAULT_STEP_TIMEOUT) -> dict:
+    """Prove A and B equivalent, or refute it with a witness (minimized unless `raw`:
+    mmaformal.query.minimize)."""
     t0 = _now()
     wtxt = f" satisfying {', '.join(where)}" if where else ""
     claim = claim or (f"for every input{wtxt}: {A.label} and {B.label} give bitwise-identical "
@@ -495,11 +421,15 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
         raise BadInput("prove equiv --method decomposed takes no --where constraints")
     q = build(A, B, where)
     if q.where:
-        from .distinguish import constraints_satisfiable
         if constraints_satisfiable(q, solver if solver != "portfolio" else "bitwuzla",
                                    timeout).status == "unsat":
             raise BadInput("no input satisfies the constraints: " + ", ".join(where))
     st, found, secs, last, text = search(q, 1, solver, timeout, "lazy", backends, emit)
+    minimized = None
+    if st == "distinguished" and not raw:
+        budget = _min.DEFAULT_BUDGET if timeout is None else min(_min.DEFAULT_BUDGET, timeout)
+        found[0], minimized = _min.minimize(q, found[0], solver, minimize_timeout, budget,
+                                            backends)
     if st == "distinguished":
         f = found[0]
         res = outcome("refuted", claim, [A, B], _now() - t0, last.solver,
@@ -507,6 +437,7 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
                       detail={"outputs": {k: _hex(v, A.ins.d) for k, v in f.outputs.items()},
                               "trace": f.step, "note": q.note})
         res["_runs"] = [(A, f.witness, f.outputs[A.label]), (B, f.witness, f.outputs[B.label])]
+        res["minimized"] = minimized
     elif st == "equivalent":
         res = outcome("proved", claim, [A, B], _now() - t0, last.solver, method="monolithic",
                       query_text=text, solver_version=last.version, detail={"note": q.note})
@@ -522,16 +453,6 @@ def prove_equiv(A: Model, B: Model, where: Sequence[str] = (), solver="bitwuzla"
     res["seconds"] = round(_now() - t0, 3)
     return res
 
-
-def store_equivalence(group, A: Model, B: Model, where, text, result, twin) -> Path:
-    """Used by `distinguish --save` when it finds two models equivalent."""
-    res = outcome("proved", f"for every input{' satisfying ' + ', '.join(where) if where else ''}: "
-                  f"{A.label} and {B.label} give bitwise-identical outputs", [A, B],
-                  result.seconds, result.solver, method="monolithic", query_text=text,
-                  solver_version=result.version)
-    res["twin"] = twin
-    res["query_sha256"] = sha256(text)
-    return Path(save_result(group, res, [A, B], text)[0])
 
 
 def prove_unobservable(A: Model, param: str, value, **kw) -> dict:
@@ -598,36 +519,63 @@ def _monotonic_parts(m: Model):
         cons.append(z3.Implies((sel == k).v, (~_term_le(t2, t1)).v))    # strictly larger
     cons.append(z3.Or((sel == kdim).v, (x.c == y.c).v))
     cons.append(z3.Implies((sel == kdim).v, (_ord(x.c, ins.c) < _ord(y.c, ins.c)).v))
+    for sx, sy in zip((x.sa or []) + (x.sb or []), (y.sa or []) + (y.sb or [])):
+        cons.append((sx == sy).v)                       # block scales: the same, finite
+        cons.append(z3.Not(fp.decode(ins.scale, sx).nan.v))
     o1 = m.dot(K, *x.padded(m))
     o2 = m.dot(K, *y.padded(m))
     return K, x, y, cons, o1, o2, sel
 
 
 def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
-                    backends=("int", "numpy", "compiled")) -> dict:
+                    backends=("int", "numpy", "compiled"), hint: int = 0,
+                    scan: float = 0) -> dict:
+    """Prove or refute monotonicity. scan > 0: first a concrete search for a witness
+    (witness_search.monotonic_pair, at most `scan` seconds; what it finds is replayed like a
+    solver's witness). hint > 0: then look for a witness among inputs whose products other
+    than the first `hint` are zero (a restriction of the same query: a SAT answer is a witness
+    of the full claim, replayed like any other; UNSAT or a time-out there proves nothing),
+    within half the time; then the full query. Block-scaled instructions: both inputs have
+    the same finite block scales."""
     import z3
     t0 = _now()
     ins = m.ins
     claim = (f"{m.label}: for all finite inputs (a, b, c), (a', b', c') that differ in one "
              f"addend (one product a_i*b_i, a_i and b_i both free, or c) whose exact value "
              f"increases, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
-             f"outputs excluded) [monotonicity, Mikaitis 2024]")
-    if ins.scale:
-        raise BadInput(f"{m.label}: monotonic does not take block-scaled instructions")
+             f"outputs excluded) [monotonicity, Mikaitis 2024]"
+             + (" (block scales: the same finite scales on both sides)" if ins.scale else ""))
     K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
     kdim = m.k
     u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
     viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
 
-    def chk(model):
-        w1, w2 = x.witness(model), y.witness(model)
+    def pair(w1, w2, s):
         r1 = replay([m], w1, backends)[m.label]
         r2 = replay([m], w2, backends)[m.label]
         if not value_lt(r2, r1, ins.d):
             raise InternalError(f"monotonicity witness does not replay: {_hex(r1, ins.d)} -> "
                                 f"{_hex(r2, ins.d)}")
-        return w1, w2, r1, r2, model.get("sel", 0)
-    st, r, info, text = _monolithic(lambda: cons + [viol], K, solver, timeout, t0, chk)
+        return w1, w2, r1, r2, s
+
+    def chk(model):
+        return pair(x.witness(model), y.witness(model), model.get("sel", 0))
+    st, method, text = None, "monolithic", None
+    if scan:
+        found = monotonic_pair(m, budget=scan)
+        if found is not None:
+            st, info, method = "sat", pair(*found), "search"
+            r = Result("sat", "search (numpy lanes)", "", _now() - t0)
+            text = smt2_text(cons + [viol])
+    if st is None and 0 < hint < kdim:
+        zero = [(v == 0).v for inp in (x, y) for v in inp.a[hint:] + inp.b[hint:]]
+        st, r, info, _ = _monolithic(lambda: cons + [viol] + zero, K, solver,
+                                     None if timeout is None else timeout / 2, _now(), chk)
+        text = smt2_text(cons + [viol])
+        method = "monolithic (restricted: products after the first "f"{hint} zero)"
+    if st != "sat":
+        st, r, info, text = _monolithic(lambda: cons + [viol], K, solver, timeout, t0, chk)
+        method = "monolithic"
     if emit:
         Path(emit).write_text(text)
     if st == "unsat":
@@ -638,7 +586,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
         w1, w2, r1, r2, s = info
         what = f"product k={s}" if s < kdim else "c"
         res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w1.to_json(),
-                      method="monolithic",
+                      method=method,
                       detail={"increased": what, "witness2": w2.to_json(),
                               "output": _hex(r1, ins.d), "output2": _hex(r2, ins.d)})
         res["_runs"] = [(m, w1, r1), (m, w2, r2)]
@@ -746,25 +694,6 @@ def _bound_parts(m: Model, F_claim: int | None = None):
     return K, x, cons, err - bound, U, W
 
 
-def _bound_blocks(m: Model, notes: list):
-    """[(E, n, all-zero flag or None), block output] per block of the traced evaluation."""
-    th = m.theory
-    ems, outs = [], []
-    for label, v in notes:
-        if label == "fused_sum" and th.op == "t_fdpa":
-            allz = None
-            for t in v["terms"]:
-                allz = t.zero if allz is None else allz & t.zero
-            ems.append((v["e_max"], len(v["terms"]), allz))
-        elif label == "tr_tail":
-            # TR/GTR: the L products fused and truncated, c added after: n = L + 1 at E
-            ems.append((v["E"], min(th.L, m.k) + 1, None))
-        elif label == "block_out":
-            outs.append(v)
-    if len(ems) != len(outs):
-        raise InternalError(f"bound: trace has {len(ems)} sums for {len(outs)} blocks")
-    return list(zip(ems, outs))
-
 
 def _bound_check(m: Model) -> None:
     ins, th = m.ins, m.theory
@@ -869,33 +798,6 @@ def prove_bound(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
     return res
 
 
-def _bound_concrete(m: Model, w: Witness, F_claim: int | None = None):
-    """(exact, |error|, bound) of the Table 9 claim for one input, with exact Fractions."""
-    from ..simulate import value_of
-    th = m.theory
-    p = th.param_dict
-    rf, rmode, sf = mma.rho_of(p.get("rho", "RNE-FP32"))
-    F = p["F"] if F_claim is None else F_claim
-    wp = w.padded(m.k)
-    exact = Fraction(value_of(wp.c, w.fc) if value_of(wp.c, w.fc) not in ("0", "-0") else 0)
-    for a, b in zip(wp.a, wp.b):
-        va, vb = value_of(a, w.fa), value_of(b, w.fb)
-        va = Fraction(0) if va in ("0", "-0") else va
-        vb = Fraction(0) if vb in ("0", "-0") else vb
-        exact += va * vb
-    from .distinguish import _concrete_inputs
-    with mma.tracing() as notes:
-        d = m.dot(INT, *_concrete_inputs(INT, wp))
-    B = Fraction(0)
-    for (E, n, allz), dj in _bound_blocks(m, notes):
-        if allz is None or not bool(allz.v):
-            B += n * Fraction(2) ** (E.v - F)
-        u = fp.decode(sf, dj)
-        B += Fraction(2) ** (u.exp.v - rf.t) * (Fraction(1, 2) if rmode == "RNE" else 1)
-    vd = value_of(int(d.v), sf.name)
-    vd = Fraction(0) if vd in ("0", "-0") else vd
-    return exact, abs(vd - exact), B
-
 
 def _bound_twin(m: Model, solver, timeout, backends, concrete_budget: float = 60):
     """Twin: the theory with F-2 fraction bits against the same bound (stated with the
@@ -929,70 +831,8 @@ def _bound_twin(m: Model, solver, timeout, backends, concrete_budget: float = 60
 
 
 # ============================================================================================
-# Records
+# Output
 # ============================================================================================
-
-def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> list[str]:
-    """Store a proof (proofs/<group>/) or a refutation (counterexamples/<group>/)."""
-    from . import cex
-    saved = []
-    if res["status"] == "refuted" and res.get("_runs"):
-        check = {"symmetry": "asymmetric", "monotonic": "decreasing", "bound": "exceeds"}.get(
-            group, "differ")
-        p = cex.write_runs(group, models, res["_runs"], res["claim"], check,
-                           solver=res["solver"], seconds=res["seconds"],
-                           detail=res.get("detail"), group=res.get("group"))
-        saved.append(str(p))
-    elif res["status"] == "proved":
-        twin = res.get("twin")
-        if not twin or twin.get("status") != "sat":
-            res["reason"] = (res.get("reason", "") + "; not stored: no broken twin was refuted").strip("; ")
-            return saved
-        d = PROOFS / group
-        d.mkdir(parents=True, exist_ok=True)
-        name = _slug(res.get("group", [models[0].ins.name])[0] if group == "symmetry" else
-                     "--".join(m.label for m in models))
-        ts = _theory.default()
-        theories = {}
-        for mm in models:
-            theories[mm.theory.id] = mm.base.hash()
-        for n in res.get("group", []):
-            t = ts.theories_for(n)[0]
-            theories[t.id] = t.hash()
-        rec = {
-            "claim": res["claim"], "verdict": "proved", "method": res["method"],
-            "solver": res["solver"], "solver_version": res.get("solver_version", ""),
-            "seconds": res["seconds"], "total_seconds": res.get("total_seconds"),
-            "date": _dt.date.today().isoformat(),
-            "instructions": res.get("group") or [m.ins.name for m in models],
-            "models": [m.spec() for m in models], "theories": theories,
-            "query_sha256": res.get("query_sha256"), "depends": depends(),
-            "twin": twin,
-        }
-        if res["method"] == "decomposed":
-            rec["query"] = None
-            rec["parts"] = res["parts"]
-            rec["combination"] = res.get("combination", "")
-            texts = res.get("_texts", {})
-            for p in res["parts"]:
-                q = CACHE_DIR / f"{p['sha256']}.smt2"
-                if not q.exists():
-                    from .solvers import Result
-                    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-                    q.write_text(texts[p["sha256"]])
-                    q.with_suffix(".json").write_text(json.dumps(
-                        {"status": "unsat", "verdict": "proved", "solver": p["solver"],
-                         "solver_version": p["solver_version"], "seconds": p["seconds"],
-                         "query": q.name, "claim": f"lemma {p['lemma']} ({p['role']})"},
-                        indent=1) + "\n")
-        else:
-            rec["query"] = f"{name}.smt2"
-            (d / f"{name}.smt2").write_text(res.get("query_text") or text)
-        p = d / f"{name}.json"
-        p.write_text(json.dumps(rec, indent=1) + "\n")
-        saved.append(str(p))
-    return saved
-
 
 def public(res: dict) -> dict:
     """The --json object: exactly status, claim, witness, solver, seconds."""
@@ -1010,9 +850,12 @@ def render(res: dict) -> str:
         if not p["cached"]:
             L.append(f"  {p['lemma']:<22} {p['status']:<6} {p['seconds']:7.3f} s  {p['role']}")
     if res.get("witness"):
-        from .distinguish import Witness as _W
-        f = res["models"][0]
+        ins = isa.lookup(res["models"][0]["instruction"])
+        w = Witness.from_json(res["witness"], ins.a, ins.b, ins.c, ins.scale or "")
         L.append("witness: " + json.dumps(res["witness"]))
+        L.append("  in one line: " + _min.equation(w))
+        if res.get("minimized"):
+            L.append("  " + _min.describe(res["minimized"]))
         for k, v in res.get("detail", {}).items():
             L.append(f"  {k}: {v if not isinstance(v, dict) else json.dumps(v)}")
     tw = res.get("twin")
@@ -1027,6 +870,254 @@ def render(res: dict) -> str:
     return "\n".join(L)
 
 
+
+# ============================================================================================
+# prove CLAIM --all: one job per group of instructions with one query (query.campaign)
+# ============================================================================================
+
+ALL_CLAIMS = ("symmetry", "monotonic", "bound", "unobservable")
+
+
+def prove_job(claim: str, names: list[str], solver: str = "bitwuzla",
+              timeout: float | None = 60, method: str = "auto", twin: bool = True,
+              change: Sequence | None = None, rounds: int = 4, hint: int = 2,
+              scan: float = 10, backends: Sequence[str] = ("int", "numpy", "compiled"),
+              cache_dir: str | None = None) -> dict:
+    """A campaign job (run in a worker): `claim` on the first instruction of a group whose
+    instructions share one query (`claim_groups`); the result names the group. No record is
+    written here: the driver stores it (`save_group`) from the private keys kept. cache_dir:
+    proved lemmas of decomposed proofs are read from and added to that folder (shared by the
+    workers of one machine; content-addressed, so a lemma is the same whoever wrote it)."""
+    m = resolve(names[0])
+    backends = tuple(backends)
+    if cache_dir:
+        CACHE.root = Path(cache_dir)
+    if claim == "symmetry":
+        res = prove_symmetry(m, solver, timeout, method, False, None, backends, twin, names,
+                             persist=bool(cache_dir))
+    elif claim == "monotonic":
+        res = prove_monotonic(m, solver, timeout, False, None, backends, hint=hint, scan=scan)
+    elif claim == "bound":
+        res = prove_bound(m, solver, timeout, False, None, backends, rounds, method)
+    elif claim == "unobservable":
+        res = prove_unobservable(m, change[0], change[1], solver=solver, timeout=timeout,
+                                 method=method, backends=backends)
+    else:
+        raise BadInput(f"prove --all takes {', '.join(ALL_CLAIMS)}, not {claim!r}")
+    res["group"] = list(names)
+    return res
+
+
+def _applies(claim: str, names: list[str], change) -> str:
+    """Why `claim` does not apply to a group ("" when it does)."""
+    m = resolve(names[0])
+    if claim == "bound":
+        try:
+            _bound_check(m)
+        except BadInput as e:
+            if "accumulate" in str(e):
+                return "accumulate = add, operand conversion or a k order"
+            return (f"{m.theory.op}" + (" with block scales" if m.ins.scale else "")
+                    + ": outside the T-FDPA/TR-FDPA/GTR-FDPA bound")
+    if claim == "unobservable" and change[0] not in m.theory.param_dict:
+        return f"no parameter {change[0]}"
+    return ""
+
+
+def claim_groups(claim: str, patterns: Sequence[str] = (), change=None
+                 ) -> tuple[list[list[str]], dict[str, int]]:
+    """The catalog instructions matching `patterns` (fnmatch; all when empty), grouped by one
+    query (`_arith_key`: theory content without its id, operand formats, K), restricted to the
+    groups the claim applies to. Returns (groups, {reason: instructions left out})."""
+    cat = isa.catalog()
+    names: list[str] = []
+    for pat in patterns or ["*"]:
+        hit = [n for n in cat if fnmatch.fnmatch(n, pat)]
+        if not hit:
+            raise BadInput(f"pattern {pat!r} matches no instruction")
+        names.extend(hit)
+    ts = _theory.default()
+    groups: dict[str, list[str]] = {}
+    for n in dict.fromkeys(names):
+        ins = isa.lookup(n)
+        groups.setdefault(_arith_key(ts.theories_for(ins)[0], ins), []).append(n)
+    out, left = [], {}
+    for g in groups.values():
+        g = sorted(g)
+        why = _applies(claim, g, change)
+        if why:
+            left[why] = left.get(why, 0) + len(g)
+        else:
+            out.append(g)
+    return out, left
+
+
+def stored_verdicts(claim: str, change=None) -> dict[str, str]:
+    """instruction -> a stored record that decides `claim` for it: a proof in proofs/<claim>/
+    whose broken twin was refuted, or a counterexample in counterexamples/<claim>/ (the store's
+    and the shipped records)."""
+    from .. import paths
+    out: dict[str, str] = {}
+    tag = None if change is None else f"parameter {change[0]} = {change[1]!r} "
+    for d in paths.record_dirs("proofs"):
+        for p in sorted((d / claim).glob("*.json")):
+            rec = json.loads(p.read_text())
+            if rec.get("verdict") != "proved" or (rec.get("twin") or {}).get("status") != "sat":
+                continue
+            if tag and not rec.get("claim", "").startswith(tag):
+                continue
+            for n in rec.get("instructions") or [m["instruction"] for m in rec.get("models", [])]:
+                out.setdefault(n, str(p))
+    for d in paths.record_dirs("counterexamples"):
+        for p in sorted((d / claim).glob("*.json")):
+            rec = json.loads(p.read_text())
+            if tag and not rec.get("claim", "").startswith(tag):
+                continue
+            for n in (rec.get("tool") or {}).get("group") or [rec["models"][0]["instruction"]]:
+                out.setdefault(n, str(p))
+    return out
+
+
+def save_group(claim: str, change=None):
+    """on_result of prove --all --save: the group's record through proofs.save_result (in the
+    driver: workers write nothing)."""
+    def save(job, r: dict) -> dict:
+        if r.get("status") not in ("proved", "refuted"):
+            return {}
+        m = resolve(r["group"][0])
+        models = [m]
+        if claim == "unobservable":
+            p, v = change
+            models = [m, mutate(m, {p: v}, label=f"{m.label}[{p}={v}]")]
+        return {"saved": save_result(claim, r, models, r.get("query_text") or "")}
+    return save
+
+
+def summarize(claim: str, groups: list[list[str]], results: list[dict], stored: dict,
+              left: dict) -> dict:
+    """Coverage of one claim: instructions and groups by verdict (groups decided by a stored
+    record counted as that record says). A proof whose broken twin was not refuted counts as
+    unknown."""
+    by = {r["group"][0]: r for r in results if r.get("group")}
+    by.update({r["job"].split("/", 1)[1]: r for r in results if not r.get("group")})
+    row = {"claim": claim, "instructions": sum(map(len, groups)), "groups": len(groups),
+           "proved": 0, "refuted": 0, "unknown": 0, "error": 0, "stored_before": 0,
+           "groups_proved": 0, "groups_refuted": 0, "groups_unknown": 0, "groups_error": 0,
+           "not_applicable": left, "unknowns": []}
+    for g in groups:
+        r = by.get(g[0])
+        if r is None:
+            st = "refuted" if "counterexamples" in stored.get(g[0], "") else "proved"
+            row["stored_before"] += len(g)
+        else:
+            st = r["status"] if r["status"] in ("proved", "refuted", "unknown") else "error"
+            if st == "proved" and (r.get("twin") or {}).get("status") != "sat":
+                st = "unknown"
+            if st in ("unknown", "error"):
+                why = r.get("reason", "")
+                if r["status"] == "proved":
+                    tw = r.get("twin") or {}
+                    why = (f"proved, but its broken twin was not refuted ({tw.get('status', 'none')}"
+                           f"{', %.1f s' % tw['seconds'] if tw.get('seconds') else ''})")
+                row["unknowns"].append({"group": g, "status": r["status"],
+                                        "solver": r.get("solver", ""),
+                                        "seconds": r.get("seconds"), "reason": why})
+        row[st] += len(g)
+        row["groups_" + st] += 1
+    return row
+
+
+def prove_all(args) -> int:
+    """`mmaformal prove CLAIM --all [PATTERN ...]`: one campaign job per group. Exit 0: every
+    group proved; 1: some refuted, none unknown; 4: some unknown or failed."""
+    claim = args.claim
+    if claim not in ALL_CLAIMS:
+        raise BadInput(f"prove {claim} takes no --all (only {', '.join(ALL_CLAIMS)})")
+    change = None
+    if claim == "unobservable":
+        if not args.change or "=" not in args.change:
+            raise BadInput("prove unobservable --all PARAM=VALUE [PATTERN ...]")
+        k, v = args.change.split("=", 1)
+        change = (k.strip(), _parse_value(v))
+    groups, left = claim_groups(claim, list(args.patterns or []), change)
+    if not groups:
+        raise BadInput(f"prove {claim} applies to none of the {sum(left.values())} "
+                       f"instructions matched ({'; '.join(left)})")
+    stored = {} if args.redo else stored_verdicts(claim, change)
+    todo = [g for g in groups if not all(n in stored for n in g)]
+    limit = _campaign.default_limit(args)
+    backends = list(parse_backends(args.replay))
+    import tempfile
+    tmp = None if args.save else tempfile.TemporaryDirectory(prefix="mmaformal-lemmas-")
+    cache_dir = str(lemma_dir()) if args.save else tmp.name
+    jobs = [_campaign.Job(f"{claim}/{g[0]}", "mmaformal.query.prove:prove_job",
+                          dict(claim=claim, names=g, solver=args.solver, timeout=args.timeout,
+                               method=getattr(args, "method", "auto"), twin=not args.no_twin,
+                               change=list(change) if change else None,
+                               rounds=getattr(args, "rounds", 4), hint=getattr(args, "hint", 2),
+                               scan=getattr(args, "scan", 10), backends=backends,
+                               cache_dir=cache_dir), limit)
+            for g in todo]
+    opts = _campaign.options_of(args)
+    if not opts["progress"]:
+        opts["progress"] = _campaign.store_path(f"prove-{claim}", jobs)
+    if args.save:
+        from .. import paths
+        for name in ("proofs", "counterexamples"):
+            try:
+                paths.store(name)
+            except ValueError as e:
+                raise BadInput(str(e).splitlines()[0]) from None
+    banner = None if args.json else (
+        f"prove {claim} --all: {sum(map(len, groups))} instructions in {len(groups)} groups; "
+        f"{len(groups) - len(todo)} groups have a stored verdict; {len(jobs)} jobs on "
+        f"{'Ray ' + opts['ray'] if opts['ray'] else 'a local pool'}; progress store "
+        f"{opts['progress']}")
+    t0 = time.perf_counter()
+    try:
+        results = _campaign.run(jobs, as_json=args.json, banner=banner,
+                                on_result=save_group(claim, change) if args.save else None,
+                                **opts)
+    except _campaign.Interrupted as e:
+        print(f"mmaformal prove: {e}", file=sys.stderr, flush=True)
+        return 130
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    row = summarize(claim, groups, results, stored, left)
+    row["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    if args.json:
+        print(json.dumps({"summary": row}, sort_keys=True))
+    else:
+        print(f"| claim | instructions | groups | proved | refuted | unknown | error |\n"
+              f"|---|---|---|---|---|---|---|\n"
+              f"| {claim} | {row['instructions']} | {row['groups']} | {row['proved']} | "
+              f"{row['refuted']} | {row['unknown']} | {row['error']} |")
+        for u in row["unknowns"]:
+            print(f"{u['status']}: {u['group'][0]} (+{len(u['group']) - 1}) {u['solver']} "
+                  f"{u['seconds']} s: {u['reason']}")
+        if left:
+            print("not applicable: " + "; ".join(f"{k}: {v}" for k, v in left.items()))
+        print(f"wall {row['wall_seconds']} s")
+    if row["unknown"] or row["error"]:
+        return EXIT_UNKNOWN
+    return EXIT_REFUTED if row["refuted"] else EXIT_OK
+
+
+def add_all_options(c: argparse.ArgumentParser, jobs_flag: bool = True,
+                    twin_flag: bool = True) -> None:
+    """The options of `prove CLAIM --all` (and the campaign runner's)."""
+    c.add_argument("--all", action="store_true",
+                   help="every catalog instruction (or those matching the PATTERNs): one job per "
+                        "group of instructions with one query, through the campaign runner")
+    c.add_argument("--redo", action="store_true",
+                   help="with --all: also the groups that have a stored verdict")
+    if twin_flag:
+        c.add_argument("--no-twin", action="store_true", help="skip the broken twins (faster; "
+                       "a proof without its twin is not stored)")
+    _campaign.add_options(c, jobs_flag)
+
+
 # ============================================================================================
 # CLI (wired by the lead into mmaformal.cli)
 # ============================================================================================
@@ -1037,9 +1128,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub = q.add_subparsers(dest="claim", metavar="CLAIM", parser_class=type(q))
     sub.required = True
 
-    def common(c):
+    def common(c, witness=False):
         add_common(c, save="store proofs in proofs/ and refutations in counterexamples/",
-                   replay=("int,numpy,compiled", "concrete back-ends that replay witnesses"))
+                   replay=("int,numpy,compiled", "concrete back-ends that replay witnesses"),
+                   witness=witness)
         c.set_defaults(func=run)
 
     c = sub.add_parser("equiv", help="A and B give identical bits for every input")
@@ -1050,29 +1142,40 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto",
                    help="decomposed: per-block lemmas, for chains that differ only in the "
                         "zero-sign/overflow rules (auto: those first, else the monolithic query)")
-    common(c)
+    common(c, witness=True)
     c = sub.add_parser("symmetry", help="Phi(-A, B, -C) ~ -Phi(A, B, C)")
     c.add_argument("targets", nargs="*", metavar="TARGET",
                    help="instructions, fnmatch patterns or theory ids (grouped by identical "
                         "arithmetic: one proof per group)")
     c.add_argument("--set", choices=sorted(SETS), help="; ".join(f"{k}: {v}" for k, v in SETS.items()))
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
-    c.add_argument("-j", "--jobs", type=int, default=0, help="parallel processes (default: all cores)")
-    c.add_argument("--no-twin", action="store_true", help="skip the broken twins (faster)")
+    add_all_options(c)
     common(c)
     c = sub.add_parser("monotonic", help="a larger addend never gives a smaller output")
-    c.add_argument("A")
+    c.add_argument("A", nargs="?", help="a model spec (with --all: an instruction pattern)")
+    c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
+    c.add_argument("--scan", type=float, default=10, metavar="SEC",
+                   help="first a concrete witness search on numpy lanes for SEC seconds (0: none)")
+    c.add_argument("--hint", type=int, default=2, metavar="N",
+                   help="then a witness query with all products but the first N zero, in half "
+                        "the time (0: the full query only)")
+    add_all_options(c)
     common(c)
     c = sub.add_parser("bound", help="the error bound of seed 002 Table 9")
-    c.add_argument("A")
+    c.add_argument("A", nargs="?", help="a model spec (with --all: an instruction pattern)")
+    c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
     c.add_argument("--rounds", type=int, default=4, help="witness-improvement rounds")
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
+    add_all_options(c)
     common(c)
     c = sub.add_parser("unobservable", help="changing one parameter changes no output bit")
-    c.add_argument("A")
-    c.add_argument("change", metavar="PARAM=VALUE")
+    c.add_argument("A", help="a model spec (with --all: PARAM=VALUE)")
+    c.add_argument("change", metavar="PARAM=VALUE", nargs="?",
+                   help="(with --all: an instruction pattern)")
+    c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
-    common(c)
+    add_all_options(c)
+    common(c, witness=True)
     return q
 
 
@@ -1081,14 +1184,29 @@ def _exit(status: str) -> int:
 
 
 def run(args) -> int:
-    from .distinguish import _backends, _parse_value
+    if getattr(args, "all", False):
+        if args.claim == "symmetry":
+            args.patterns = list(args.targets)
+        elif args.claim == "unobservable":
+            args.change, args.patterns = args.A, ([args.change] if args.change else []) + args.patterns
+        else:
+            args.patterns = ([args.A] if args.A else []) + args.patterns
+        return run_verb("prove", lambda: prove_all(args), _exit, render, public, args.json)
+
+    def bad(msg):
+        raise BadInput(msg)
+    if args.claim in ("monotonic", "bound", "unobservable") and (
+            args.A is None or args.patterns or (args.claim == "unobservable" and not args.change)):
+        form = "A PARAM=VALUE" if args.claim == "unobservable" else "A"
+        return run_verb("prove", lambda: bad(f"prove {args.claim}: expected {form} (or --all "
+                                             f"[PATTERN ...])"), _exit, render, public, args.json)
 
     def compute():
-        backends = _backends(args.replay)
+        backends = parse_backends(args.replay)
         kw = dict(solver=args.solver, timeout=args.timeout, save=args.save, emit=args.emit_smt2,
                   backends=backends)
         if args.save:
-            CACHE.root = CACHE_DIR
+            CACHE.root = lemma_dir()
         if args.claim == "symmetry":
             groups = symmetry_groups(args.targets, args.set)
             if not groups:
@@ -1101,13 +1219,13 @@ def run(args) -> int:
             else:
                 if args.emit_smt2:
                     raise BadInput("--emit-smt2 takes one group (name one instruction)")
-                results = prove_symmetry_many(groups, args.jobs, solver=args.solver,
+                results = prove_symmetry_many(groups, args.jobs or 0, solver=args.solver,
                                               timeout=args.timeout, method=args.method,
                                               save=args.save, backends=backends,
                                               twin=not args.no_twin)
             for r in results:
                 if r["status"] == "error":
-                    if r.get("internal"):
+                    if r.get("exception") == "InternalError":
                         raise InternalError(r["reason"])
                     raise BadInput(r["reason"])
             if len(results) == 1:
@@ -1127,15 +1245,17 @@ def run(args) -> int:
         else:
             if args.claim == "equiv":
                 A, B = resolve_pair(args.A, args.B, args.instr)
-                res = prove_equiv(A, B, args.where, method=args.method, **kw)
+                res = prove_equiv(A, B, args.where, method=args.method, raw=args.raw,
+                                  minimize_timeout=args.minimize_timeout, **kw)
             elif args.claim == "unobservable":
                 if "=" not in args.change:
                     raise BadInput(f"expected PARAM=VALUE, got {args.change!r}")
                 k, v = args.change.split("=", 1)
                 res = prove_unobservable(resolve(args.A), k.strip(), _parse_value(v),
-                                         method=args.method, **kw)
+                                         method=args.method, raw=args.raw,
+                                         minimize_timeout=args.minimize_timeout, **kw)
             elif args.claim == "monotonic":
-                res = prove_monotonic(resolve(args.A), **kw)
+                res = prove_monotonic(resolve(args.A), hint=args.hint, scan=args.scan, **kw)
             elif args.claim == "bound":
                 res = prove_bound(resolve(args.A), rounds=args.rounds, method=args.method, **kw)
             else:  # pragma: no cover - argparse restricts the choices
@@ -1147,25 +1267,6 @@ def run(args) -> int:
 
 def main(argv=None) -> int:
     return verb_main(add_parser, argv)
-
-
-def prune_cache(root: Path | None = None) -> list[str]:
-    """Remove proved lemmas in proofs/cache that no stored proof references any more (after
-    re-proving stale claims). Returns the removed sha256s."""
-    root = root or PROOFS
-    used = set()
-    for g in CLAIMS:
-        for p in sorted((root / g).glob("*.json")) if (root / g).exists() else []:
-            rec = json.loads(p.read_text())
-            used |= {q["sha256"] for q in rec.get("parts", [])}
-    gone = []
-    cdir = root / "cache"
-    for q in sorted(cdir.glob("*.smt2")) if cdir.exists() else []:
-        if q.stem not in used:
-            q.unlink()
-            q.with_suffix(".json").unlink(missing_ok=True)
-            gone.append(q.stem)
-    return gone
 
 
 if __name__ == "__main__":

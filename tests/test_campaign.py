@@ -1,0 +1,208 @@
+"""The campaign runner (mmaformal.query.campaign): local pool and a real local Ray cluster give
+the same results, limits are enforced from outside, a dead worker costs only its job, an
+interrupted campaign loses no finished job and resumes, bad input exits 2 with one line.
+
+Jobs are real: stored lemma queries re-solved (their verdict is in proofs/cache), a factoring
+query that no solver answers in the limit, and `campaign.check_job` (sleeps, spins, or exits
+its worker abruptly)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mmaformal.query import campaign as C
+from mmaformal.query.store import lemma_dirs
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+# x * y = 2147483629 * 2147483587 with x, y > 1: SAT, but no bit-blasting solver finds the
+# factors in seconds
+FACTOR = """(set-logic QF_BV)
+(declare-fun x () (_ BitVec 32))
+(declare-fun y () (_ BitVec 32))
+(assert (bvugt x #x00000001))
+(assert (bvugt y #x00000001))
+(assert (= (bvmul ((_ zero_extend 32) x) ((_ zero_extend 32) y)) #x3fffffd800000487))
+(check-sat)
+"""
+
+
+def _lemmas(n):
+    """n stored lemma queries (small, UNSAT) with their recorded verdicts."""
+    out = []
+    for p in sorted(lemma_dirs()[0].glob("*.json")):
+        rec = json.loads(p.read_text())
+        q = p.with_suffix(".smt2")
+        if rec.get("status") == "unsat" and q.exists() and q.stat().st_size < 20000:
+            out.append((p.stem[:12], q.read_text()))
+        if len(out) == n:
+            break
+    assert len(out) == n
+    return out
+
+
+def _jobs():
+    jobs = [C.Job(f"lemma/{h}", "mmaformal.query.campaign:solve_job",
+                  {"text": t, "solver": "bitwuzla", "timeout": 30, "expect": "unsat"}, limit=60)
+            for h, t in _lemmas(3)]
+    jobs += [C.Job("check/ok", "mmaformal.query.campaign:check_job", {"seconds": 0.1}, limit=30),
+             C.Job("check/crash", "mmaformal.query.campaign:check_job",
+                   {"seconds": 0.2, "exit_code": 7}, limit=30),
+             C.Job("check/spin", "mmaformal.query.campaign:check_job",
+                   {"seconds": 60, "busy": True}, limit=1.5)]
+    return jobs
+
+
+def _verdicts(results):
+    return {r["job"]: (r["status"], r.get("ok"), r.get("reason", "").split(" (")[0])
+            for r in results}
+
+
+def _check(results):
+    v = _verdicts(results)
+    for k, (st, ok, _) in v.items():
+        if k.startswith("lemma/"):
+            assert st == "unsat" and ok, (k, st)
+    assert v["check/ok"][0] == "proved"
+    assert v["check/crash"][:1] == ("unknown",) and v["check/crash"][2] == C.DIED
+    assert v["check/spin"][0] == "unknown" and v["check/spin"][2] == C.KILLED
+    return v
+
+
+@pytest.fixture(scope="module")
+def pool_results(tmp_path_factory):
+    store = tmp_path_factory.mktemp("pool") / "p.jsonl"
+    t0 = time.perf_counter()
+    rs = C.run(_jobs(), workers=2, progress=store, bar=False)
+    return rs, time.perf_counter() - t0, store
+
+
+def test_pool(pool_results):
+    rs, wall, store = pool_results
+    _check(rs)
+    spin = next(r for r in rs if r["job"] == "check/spin")
+    assert 1.5 <= spin["seconds"] < 5           # killed at its limit, with the time it had
+    lines = [json.loads(x) for x in store.read_text().splitlines()]
+    assert sorted(r["job"] for r in lines) == sorted(j.id for j in _jobs())
+
+
+def test_ray_cluster_same_results(pool_results):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        assert ray.cluster_resources().get("CPU") == 2
+        rs = C.run(_jobs(), ray="auto", bar=False)
+    finally:
+        ray.shutdown()
+    assert _check(rs) == _check(pool_results[0])
+    # the lemma jobs ran in Ray worker processes, not in this one, each in its own
+    pids = [r["pid"] for r in rs if r["job"].startswith("lemma/")]
+    assert os.getpid() not in pids and len(set(pids)) == len(pids)
+
+
+def test_solver_ignoring_its_timeout_is_killed():
+    t0 = time.perf_counter()
+    [r] = C.run([C.Job("factor", "mmaformal.query.campaign:solve_job",
+                       {"text": FACTOR, "solver": "bitwuzla", "timeout": None}, limit=1.0)],
+                workers=1, bar=False)
+    assert r["status"] == "unknown" and r["reason"].startswith(C.KILLED)
+    assert r["seconds"] == 1.0 and time.perf_counter() - t0 < 10
+
+
+def test_interrupted_campaign_resumes(tmp_path):
+    """Ctrl-C on the driver mid-campaign: the finished jobs are in the store; the same
+    campaign run again skips them (their stored records, worker pids included, are kept)
+    and runs the rest."""
+    store = tmp_path / "p.jsonl"
+    jobs = [C.Job(f"fast{i}", "mmaformal.query.campaign:check_job", {"seconds": 0.05})
+            for i in range(3)] + \
+           [C.Job(f"slow{i}", "mmaformal.query.campaign:check_job", {"seconds": 1.0})
+            for i in range(4)]
+    code = ("import sys, pickle; from mmaformal.query import campaign as C; "
+            "C.run(pickle.load(open(sys.argv[1], 'rb')), workers=2, progress=sys.argv[2], "
+            "bar=False)")
+    import pickle
+    (tmp_path / "jobs.pkl").write_bytes(pickle.dumps(jobs))
+    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "jobs.pkl"), str(store)],
+                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while time.time() - t0 < 30:
+        if store.exists() and len(store.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "interrupted" in err
+    before = {r["job"]: r for r in map(json.loads, store.read_text().splitlines())}
+    assert 3 <= len(before) < len(jobs), before.keys()
+    rs = C.run(jobs, workers=2, progress=store, bar=False)
+    after = {r["job"]: r for r in rs}
+    assert all(after[k] == v for k, v in before.items())      # not re-run
+    assert all(r["status"] == "proved" for r in rs)
+    assert len(store.read_text().splitlines()) == len(jobs)
+
+
+def test_dead_worker_rerun_on_resume(tmp_path):
+    """A job whose worker died is "unknown (worker died)"; the others finish; resuming the
+    campaign runs that job again (it has no verdict) and nothing else."""
+    store = tmp_path / "p.jsonl"
+    jobs = [C.Job("a", "mmaformal.query.campaign:check_job", {"seconds": 0.05}),
+            C.Job("b", "mmaformal.query.campaign:check_job", {"seconds": 0.05, "exit_code": 9})]
+    r1 = {r["job"]: r for r in C.run(jobs, workers=2, progress=store, bar=False)}
+    assert r1["a"]["status"] == "proved" and r1["b"]["reason"].startswith(C.DIED)
+    jobs[1] = C.Job("b", "mmaformal.query.campaign:check_job", {"seconds": 0.05})
+    r2 = {r["job"]: r for r in C.run(jobs, workers=2, progress=store, bar=False)}
+    assert r2["a"] == r1["a"] and r2["b"]["status"] == "proved"
+
+
+def _cli(*args):
+    p = subprocess.run([sys.executable, "-m", "mmaformal.cli", *args], env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["prove", "symmetry", "--all", "sm90/nothing*"], "matches no instruction"),
+    (["prove", "monotonic", "--all", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--jobs", "0"],
+     "positive integer"),
+    (["prove", "monotonic", "--all", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--redo",
+      "--ray", "127.0.0.1:9"], "cannot reach"),
+    (["prove", "bound", "--all", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--redo",
+      "--progress", "/proc/mmaformal/p.jsonl"], "cannot write"),
+])
+def test_bad_input(args, msg):
+    rc, out, err = _cli(*args)
+    assert rc == 2, (rc, out, err)
+    assert msg in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_prove_all_groups_store_and_resume(tmp_path):
+    """prove monotonic --all over two groups (1 and 33 instructions with one query each):
+    one job per group, one record per group naming every instruction it covers, replayed;
+    run again, the stored verdicts are found and nothing is re-run."""
+    from mmaformal.query import cex
+    pat = "sm9*/*.f32.bf16.bf16*"
+    args = ["--store", str(tmp_path), "prove", "monotonic", "--all", pat, "--save", "--json",
+            "-j", "2", "--timeout", "20", "--progress", str(tmp_path / "p.jsonl")]
+    rc, out, err = _cli(*args)
+    lines = [json.loads(x) for x in out.splitlines()]
+    summary = lines[-1]["summary"]
+    assert rc == 1, err                       # refuted, nothing unknown
+    assert len(lines) == 3 and summary["groups"] == 2 and summary["refuted"] == 34
+    recs = sorted((tmp_path / "counterexamples" / "monotonic").glob("*.json"))
+    assert len(recs) == 2
+    groups = sorted(len(json.loads(p.read_text())["tool"]["group"]) for p in recs)
+    assert groups == [1, 33]
+    for p in recs:
+        assert cex.replay_record(json.loads(p.read_text()), backends=("int", "numpy")) == []
+    rc, out, err = _cli(*args[:-2])           # a new progress store: the records decide
+    summary = json.loads(out.splitlines()[-1])["summary"]
+    assert rc == 1 and summary["stored_before"] == 34 and len(out.splitlines()) == 1
