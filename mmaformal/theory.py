@@ -20,8 +20,7 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
                                 # catalog names or fnmatch patterns; each must match something
     model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul" | "int" (integer MMA:
                                 # mma.int_chain, op "int_chain", L = block length of sat_at "step")
-                                # | "fpu" (compiler-emulated
-                                # on the FP32 pipe: mma.fpu_dot)
+                                # | "fpu" (compiler-emulated on the FP32 pipe: mma.fpu_dot)
     op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
     L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
     status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"

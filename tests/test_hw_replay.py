@@ -147,3 +147,16 @@ def test_sparse_dropped_positions_probe():
                 assert int(bits, 16) == int(np.float64(k_half).astype(
                     np.float16 if out.name == "f16" else np.float32).view(
                     np.uint16 if out.name == "f16" else np.uint32)), (name, key)
+
+
+def test_sparse_digest_verdicts_current():
+    """The full 10^7 digest replays (digest-replay.json) were made with today's primary theory:
+    a changed theory makes the verdict stale and this test fails until it is replayed again
+    (python3 -m mmaformal.hw.record --replay ... --primary-only)."""
+    v = json.loads((SPARSE / "digest-replay.json").read_text())["verdicts"]
+    names = {json.loads(p.read_text())["instruction"] for p in SPARSE_RECORDS}
+    assert set(v) <= names and len(v) >= 55
+    for name, r in v.items():
+        th = theory.resolve(name)
+        assert r["theory"] == th.id and r["theory_hash"] == th.hash(), name
+        assert r["all_equal"] and len(r["classes_equal"]) == 10, name

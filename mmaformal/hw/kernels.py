@@ -23,6 +23,11 @@ Images (per tile, in elements of the operand's storage type):
 
 Validated on an H100 (2026-11-21): every covered form's layout is exact and agrees with a
 one-hot probe; see SASS.md (note there: fp8 ``mma.sync`` is compiled to F2FP + two HMMA + FADD).
+Issue 14 forms (H100, 2026-11-24): f16 ``mma.m8n8k4`` (four MMAs per warp, one per quad-pair:
+a kernel tile holds ``Spec.group`` = 4 tiles), integer ``mma`` (s8/u8, s4/u4 packed 8 and b1
+32 to a register), integer ``wgmma`` and ``mma.sp`` (compressed A laid out as the dense A of
+depth K/2, one warp-uniform metadata word per tile: :mod:`mmaformal.hw.sparse`); every layout
+self-check exact (SASS.md).
 
 May import: numpy only (no CUDA needed to generate source). Invariant: raw bits in, raw bits
 out; the kernels move bit patterns and never do arithmetic on operand values.
