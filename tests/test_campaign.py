@@ -171,6 +171,10 @@ def _cli(*args):
 
 @pytest.mark.parametrize("args, msg", [
     (["prove", "symmetry", "--all", "sm90/nothing*"], "matches no instruction"),
+    (["prove", "unobservable", "--all", "sm90/*"], "PARAM=VALUE"),
+    (["prove", "unobservable", "--all", "nosuchparam=1", "sm90/mma.m16n8k16.f32.f16.f16.f32"],
+     "applies to none"),
+    (["distinguish", "--all-pairs", "sm70/*"], "no adjacent-architecture pair"),
     (["prove", "monotonic", "--all", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--jobs", "0"],
      "positive integer"),
     (["prove", "monotonic", "--all", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--redo",
@@ -193,7 +197,7 @@ def test_prove_all_groups_store_and_resume(tmp_path):
     pat = ["sm9*/mma.m16n8k*.f32.bf16.bf16.f32", "sm9*/wgmma.m64n*k16.f32.bf16.bf16"]
     args = ["--store", str(tmp_path), "prove", "monotonic", "--all", *pat, "--save", "--json",
             "-j", "2", "--timeout", "20", "--progress", str(tmp_path / "p.jsonl")]
-    rc, out, err = _cli(*args)
+    rc, out, err = _cli(*args, "--redo")      # also the groups the shipped records decide
     lines = [json.loads(x) for x in out.splitlines()]
     summary = lines[-1]["summary"]
     assert rc == 1, err                       # refuted, nothing unknown
@@ -207,3 +211,74 @@ def test_prove_all_groups_store_and_resume(tmp_path):
     rc, out, err = _cli(*args[:-2])           # a new progress store: the records decide
     summary = json.loads(out.splitlines()[-1])["summary"]
     assert rc == 1 and summary["stored_before"] == 34 and len(out.splitlines()) == 1
+
+
+def test_distinguish_all_pairs(tmp_path):
+    """distinguish --all-pairs: sm80 and sm89 share one arithmetic for this qualifier (left
+    out), sm89 and sm90 differ: one job, one stored witness that replays."""
+    from mmaformal.query import cex
+    rc, out, err = _cli("--store", str(tmp_path), "distinguish", "--all-pairs",
+                        "sm8*/mma.m16n8k16.f32.f16.f16.f32", "sm90/mma.m16n8k16.f32.f16.f16.f32",
+                        "--save", "--json", "-j", "1", "--timeout", "30",
+                        "--progress", str(tmp_path / "p.jsonl"))
+    assert rc == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    s = lines[-1]["summary"]
+    assert s["pairs"] == 1 and s["same_arithmetic"] == 1 and s["by_status"] == {"distinguished": 1}
+    [p] = (tmp_path / "counterexamples" / "distinguish").glob("*.json")
+    rec = json.loads(p.read_text())
+    assert rec["tool"]["group"] == [["sm89/mma.m16n8k16.f32.f16.f16.f32",
+                                     "sm90/mma.m16n8k16.f32.f16.f16.f32"]]
+    assert cex.replay_record(rec, backends=("int", "numpy")) == []
+
+
+def test_monotonic_witness_search_against_the_oracle():
+    """The concrete search finds a monotonicity violation of sm90's f16 T-FDPA (F = 25,
+    RZ-FP32, one block of 16); the independent exact oracle (tests/oracles) gives the same
+    outputs and confirms: the larger addend gives the smaller result."""
+    from oracles import exact as X
+
+    from mmaformal.query.model import resolve
+    from mmaformal.query.witness_search import monotonic_pair
+    m = resolve("sm90/mma.m16n8k16.f32.f16.f16.f32")
+    p = m.theory.param_dict
+    assert (m.theory.op, m.k, p["F"], p["rho"]) == ("t_fdpa", 16, 25, "RZ-FP32")
+    x, y, sel = monotonic_pair(m, budget=20)
+    ox, oy = (X.t_fdpa(w.a, w.b, w.c, "f16", "f16", "f32", p["F"], p["rho"], p["zero_exp"])
+              for w in (x, y))
+    val = lambda f, v: X._val(X.decode(f, v))
+    if sel < 16:       # one product, a_k * b_k, strictly larger; everything else the same
+        assert val("f16", y.a[sel]) * val("f16", y.b[sel]) > val("f16", x.a[sel]) * val("f16", x.b[sel])
+        assert (x.c, x.a[:sel] + x.a[sel + 1:]) == (y.c, y.a[:sel] + y.a[sel + 1:])
+    else:              # c strictly larger, the products the same
+        assert val("f32", y.c) > val("f32", x.c) and (x.a, x.b) == (y.a, y.b)
+    assert val("f32", oy) < val("f32", ox)
+    from mmaformal.query.model import evaluate
+    assert (evaluate(m, x, "int"), evaluate(m, y, "int")) == (ox, oy)
+
+
+def test_monotonic_block_scaled_refuted_and_replayed():
+    """Block-scaled instructions take the monotonic claim (the same finite scales on both
+    sides); the witness is replayed on the int and numpy back-ends before it is reported."""
+    from mmaformal.query import prove as P
+    from mmaformal.query.model import resolve
+    n = "sm100/tcgen05.mma.m128n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.ue8m0"
+    res = P.prove_monotonic(resolve(n), timeout=20, backends=("int", "numpy"), scan=20)
+    assert res["status"] == "refuted" and "same finite scales" in res["claim"]
+    w1, w2 = res["witness"], res["detail"]["witness2"]
+    assert w1["scale_a"] == w2["scale_a"] and w1["scale_b"] == w2["scale_b"]
+
+
+def test_torn_progress_line_is_rerun(tmp_path):
+    """A line torn by a crash mid-write is ignored (that job runs again); the lines after it
+    are whole."""
+    store = tmp_path / "p.jsonl"
+    jobs = [C.Job(f"j{i}", "mmaformal.query.campaign:check_job", {"seconds": 0.01})
+            for i in range(3)]
+    C.run(jobs[:1], workers=1, progress=store, bar=False)
+    store.write_text(store.read_text() + '{"job": "j1", "status": "pro')
+    rs = C.run(jobs, workers=2, progress=store, bar=False)
+    assert [r["status"] for r in rs] == ["proved"] * 3
+    lines = store.read_text().splitlines()
+    assert len(lines) == 4 and sum(1 for x in lines if x.startswith('{"job": "j1", "status": "pro') and not x.endswith("}")) == 1
+    assert sorted(json.loads(x)["job"] for x in lines if x.endswith("}")) == ["j0", "j1", "j2"]

@@ -25,6 +25,7 @@ Invariants:
   others go on.
 - Workers write nothing: only the driver writes records (`on_result`) and the progress store,
   so Ray workers on other nodes need no shared file system.
+- Ctrl-C (SIGINT) or SIGTERM: the workers are stopped, `Interrupted` is raised.
 - Progress store (JSON lines, one per finished job, flushed and fsync'd before it is counted):
   a campaign started again with the same store skips every job with a stored result, except
   those whose worker died (and every "unknown" with `retry_unknown`): Ctrl-C, a worker crash or
@@ -125,6 +126,8 @@ class Progress:
                     if isinstance(r, dict) and "job" in r:
                         self.results[r["job"]] = r
             self._f = open(self.path, "a")
+            if self.path.stat().st_size and not self.path.read_bytes().endswith(b"\n"):
+                self._f.write("\n")      # end the torn line: the next one stands alone
         except OSError as e:
             raise BadInput(f"cannot write the progress store {self.path}: "
                            f"{e.strerror or e}") from None
@@ -163,31 +166,44 @@ def _error(e: BaseException) -> dict:
 
 # ---- back-ends -------------------------------------------------------------------------------
 
+class _Stop:
+    """SIGINT/SIGTERM during a campaign set a flag that the driver loops poll (a signal that
+    raised inside a lock wait could leave the pool's threads in a broken state)."""
+    flag = False
+
+
+def _check_stop() -> None:
+    if _Stop.flag:
+        raise KeyboardInterrupt
+
+
 def _pool(todo: Sequence[Job], workers: int, done: Callable[[Job, dict], None]) -> None:
+    from concurrent.futures import FIRST_COMPLETED
     from concurrent.futures import TimeoutError as FutureTimeout
-    from concurrent.futures import as_completed
+    from concurrent.futures import wait
 
     from pebble import ProcessExpired, ProcessPool
     pool = ProcessPool(max_workers=workers, max_tasks=1, context=mp.get_context("fork"))
     try:
-        futs = {}
-        for job in todo:
-            f = pool.schedule(execute, args=(job,), timeout=job.limit)
-            futs[f] = job
-        for f in as_completed(futs):
-            job = futs[f]
-            try:
-                r = f.result()
-            except FutureTimeout:
-                r = _unknown(job, f"{KILLED} ({job.limit:g} s)", job.limit or 0.0)
-            except ProcessExpired as e:
-                r = _unknown(job, f"{DIED} (exit code {e.exitcode})", 0.0)
-            except Exception as e:  # the job function raised: its result is an error
-                r = _error(e)
-            done(job, r)
+        futs = {pool.schedule(execute, args=(job,), timeout=job.limit): job for job in todo}
+        pending = set(futs)
+        while pending:
+            _check_stop()
+            finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for f in finished:
+                job = futs[f]
+                try:
+                    r = f.result()
+                except FutureTimeout:
+                    r = _unknown(job, f"{KILLED} ({job.limit:g} s)", job.limit or 0.0)
+                except ProcessExpired as e:
+                    r = _unknown(job, f"{DIED} (exit code {e.exitcode})", 0.0)
+                except Exception as e:  # the job function raised: its result is an error
+                    r = _error(e)
+                done(job, r)
     except BaseException:
         pool.stop()
-        pool.join()
+        pool.join(timeout=10)
         raise
     pool.close()
     pool.join()
@@ -235,6 +251,7 @@ def _ray(todo: Sequence[Job], workers: int | None, address: str,
             while queue and len(pending) < slots:
                 job = queue.pop(0)
                 pending[task.remote(job)] = (job, time.monotonic())
+            _check_stop()
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
             for ref in ready:
                 job, t0 = pending.pop(ref)
@@ -315,6 +332,15 @@ def run(jobs: Iterable[Job], workers: int | None = None, ray: str | None = None,
         if as_json:
             print(json.dumps(safe, sort_keys=True), file=out, flush=True)
 
+    import signal
+    import threading
+    old_handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        def stop(signum, frame):
+            _Stop.flag = True
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old_handlers[sig] = signal.signal(sig, stop)
+    _Stop.flag = False
     try:
         if todo:
             if ray:
@@ -327,6 +353,8 @@ def run(jobs: Iterable[Job], workers: int | None = None, ray: str | None = None,
         n = sum(store.finished(j.id) for j in jobs)
         raise Interrupted(n, len(jobs), str(store.path) if store.path else None) from None
     finally:
+        for sig, h in old_handlers.items():
+            signal.signal(sig, h)
         pbar.close()
         store.close()
     return [store.results.get(j.id, {"job": j.id, "status": "unknown", "reason": "not run"})

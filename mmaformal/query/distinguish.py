@@ -4,6 +4,10 @@ different bits, replayed concretely; or prove that there is none.
     mmaformal distinguish A B [--instr NAME] [--where C ...] [--count N] [--solver S]
                               [--timeout T] [--save] [--emit-smt2 FILE] [--json]
                               [--raw] [--minimize-timeout S]
+    mmaformal distinguish --all-pairs PATTERN [PATTERN] [--save] [--jobs N] [--ray ...]
+        every pair of one qualifier on adjacent architectures (isa.ARCHS order, per vendor)
+        among the matching instructions, grouped by one query; pairs whose two sides have one
+        arithmetic are left out; one campaign job per group (query.campaign)
 
 A and B are *model specs* (`resolve`):
 

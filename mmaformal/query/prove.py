@@ -3,9 +3,15 @@ that is replayed concretely.
 
     mmaformal prove equiv A B [--instr NAME] [--where C ...] [--method M]
     mmaformal prove symmetry [TARGET ...] [--set nvidia-tfdpa|cdna3-tr] [--method M] [-j N]
-    mmaformal prove monotonic A
+    mmaformal prove monotonic A [--scan SEC] [--hint N]
     mmaformal prove bound A [--rounds N]
     mmaformal prove unobservable A PARAM=VALUE [--method M]
+    mmaformal prove symmetry|monotonic|bound --all [PATTERN ...]
+    mmaformal prove unobservable --all PARAM=VALUE [PATTERN ...]
+        --all: every catalog instruction (or those matching), grouped by one query
+        (model.arith_key), one campaign job per group (query.campaign: --jobs N, --ray
+        auto|local|ADDR, --progress FILE, --limit SEC, --retry-unknown, --redo); with --save one
+        record per group listing its instructions; groups with a stored verdict are skipped
     common: --solver S|portfolio --timeout SEC --save --emit-smt2 FILE --json
 
 Claims (the exact sentence is printed and stored with every result):
@@ -44,7 +50,8 @@ is "unknown" with the time spent, never "proved".
 Stores (--save): proofs/<claim>/<name>.json (+ .smt2 for monolithic queries), proved lemmas in
 proofs/cache/<sha256>.smt2|json, refutations in counterexamples/<claim>/.
 
-Exit codes (`run`): 0 proved, 1 refuted, 2 bad input, 3 internal error, 4 unknown.
+Exit codes (`run`): 0 proved, 1 refuted, 2 bad input, 3 internal error, 4 unknown (--all: 4
+when a group is unknown, else 1 when one is refuted; 130 interrupted, resumable).
 
 The claims' statements and concrete checks live in mmaformal.query.claims, their records in
 .proofs (proofs/) and .cex (counterexamples/), the equivalence query in .search.
@@ -84,7 +91,7 @@ from .proofs import depends, prune_cache, save_result, store_equivalence
 from .search import build, constraints_satisfiable, equivalence_twin, search
 from .solvers import Result
 from .store import lemma_dir, sha256
-from .witness_search import monotonic_pair
+from .witness_search import monotonic_pair, symmetry_pair
 
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
            "prove_bound", "symmetry_groups", "equiv_decomposed", "add_parser", "run",
@@ -138,17 +145,21 @@ def _monolithic(assertions_fn, K, solver, timeout, t0, replay_check, obligations
         return "sat", r, info, text
 
 
+def _symmetry_pair_check(m: Model, w: Witness, wn: Witness, backends):
+    """Replay an asymmetry witness (x, -x) on every back-end: (w, wn, Phi(x), Phi(-x))."""
+    o1 = replay([m], w, backends)[m.label]
+    o2 = replay([m], wn, backends)[m.label]
+    fd = m.ins.d
+    if _approx_int(o2, _neg_int(o1, fd), fd):
+        raise InternalError(f"the symmetry witness does not replay: Phi(x) = "
+                            f"{_hex(o1, fd)}, Phi(-x) = {_hex(o2, fd)} on {w.to_json()}")
+    return w, wn, o1, o2
+
+
 def _symmetry_replay(m: Model, inp: Inputs, backends):
     def chk(model):
         w = inp.witness(model)
-        wn = _neg_witness(w)
-        o1 = replay([m], w, backends)[m.label]
-        o2 = replay([m], wn, backends)[m.label]
-        fd = m.ins.d
-        if _approx_int(o2, _neg_int(o1, fd), fd):
-            raise InternalError(f"the solver's symmetry witness does not replay: Phi(x) = "
-                                f"{_hex(o1, fd)}, Phi(-x) = {_hex(o2, fd)} on {w.to_json()}")
-        return w, wn, o1, o2
+        return _symmetry_pair_check(m, w, _neg_witness(w), backends)
     return chk
 
 
@@ -204,8 +215,14 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
                 why = f"lemma {parts[-1]['lemma']} {'failed' if status == 'failed' else 'undecided'}" \
                       f" (cuts over-approximate); monolithic query"
     if res is None:
-        st_, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
-                                         _symmetry_replay(m, inp, backends))
+        found = symmetry_pair(m, budget=5.0)   # random raw bits on numpy lanes first
+        if found is not None:
+            st_, r, info, text = ("sat", Result("sat", "search (numpy lanes)", "", _now() - t0),
+                                  _symmetry_pair_check(m, *found, backends), mono_text)
+            why = (why + "; " if why else "") + "witness from a random search, replayed"
+        else:
+            st_, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
+                                             _symmetry_replay(m, inp, backends))
         if st_ == "unsat":
             res = outcome("proved", claim, [m], _now() - t0, r.solver, method="monolithic",
                           query_text=text, solver_version=r.version, reason=why)
@@ -213,7 +230,7 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
             w, wn, o1, o2 = info
             fd = m.ins.d
             res = outcome("refuted", claim, [m], _now() - t0, r.solver, witness=w.to_json(),
-                          method="monolithic", reason=why,
+                          method="search" if found is not None else "monolithic", reason=why,
                           detail={"negated_input": wn.to_json(), "output": _hex(o1, fd),
                                   "output_of_negated_input": _hex(o2, fd),
                                   "negated_output": _hex(_neg_int(o1, fd), fd)})
@@ -237,8 +254,13 @@ def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
     tw = Model(m.label + "[align=RD]", m.theory, m.base, m.changes, True, m.n)
     t0 = _now()
     K, inp, out, sout, bad = symmetry_query(tw)
-    st, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
-                                    _symmetry_replay(tw, inp, backends))
+    found = symmetry_pair(tw, budget=5.0)      # random raw bits on numpy lanes first
+    if found is not None:
+        st, r, info, text = ("sat", Result("sat", "search (numpy lanes)", "", _now() - t0),
+                             _symmetry_pair_check(tw, *found, backends), smt2_text([bad]))
+    else:
+        st, r, info, text = _monolithic(lambda: [bad], K, solver, timeout, t0,
+                                        _symmetry_replay(tw, inp, backends))
     d = {"claim": f"{tw.label}: the same claim on the RD-twin (aligned terms rounded toward "
                   f"-inf instead of toward zero)", "status": st, "solver": r.solver,
          "seconds": round(_now() - t0, 3), "query_sha256": sha256(text)}
@@ -547,10 +569,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
              f"increases, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
              f"outputs excluded) [monotonicity, Mikaitis 2024]"
              + (" (block scales: the same finite scales on both sides)" if ins.scale else ""))
-    K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
     kdim = m.k
-    u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
-    viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
 
     def pair(w1, w2, s):
         r1 = replay([m], w1, backends)[m.label]
@@ -560,15 +579,19 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
                                 f"{_hex(r2, ins.d)}")
         return w1, w2, r1, r2, s
 
-    def chk(model):
-        return pair(x.witness(model), y.witness(model), model.get("sel", 0))
     st, method, text = None, "monolithic", None
-    if scan:
+    if scan:                 # before the symbolic query is built: it costs seconds at K = 32
         found = monotonic_pair(m, budget=scan)
         if found is not None:
             st, info, method = "sat", pair(*found), "search"
             r = Result("sat", "search (numpy lanes)", "", _now() - t0)
-            text = smt2_text(cons + [viol])
+    if st is None:
+        K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
+        u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
+        viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
+
+    def chk(model):
+        return pair(x.witness(model), y.witness(model), model.get("sel", 0))
     if st is None and 0 < hint < kdim:
         zero = [(v == 0).v for inp in (x, y) for v in inp.a[hint:] + inp.b[hint:]]
         st, r, info, _ = _monolithic(lambda: cons + [viol] + zero, K, solver,
@@ -578,7 +601,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
     if st != "sat":
         st, r, info, text = _monolithic(lambda: cons + [viol], K, solver, timeout, t0, chk)
         method = "monolithic"
-    if emit:
+    if emit and text:
         Path(emit).write_text(text)
     if st == "unsat":
         res = outcome("proved", claim, [m], _now() - t0, r.solver, method="monolithic",
@@ -595,9 +618,9 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
     else:
         res = outcome("unknown", claim, [m], _now() - t0, r.solver, method="monolithic",
                       reason=r.reason)
-    res["query_sha256"] = sha256(text)
+    res["query_sha256"] = sha256(text) if text else None    # None: found by the search
     if save:
-        res["saved"] = save_result("monotonic", res, [m], text)
+        res["saved"] = save_result("monotonic", res, [m], text or "")
     res["seconds"] = round(_now() - t0, 3)
     return res
 
@@ -956,15 +979,25 @@ def claim_groups(claim: str, patterns: Sequence[str] = (), change=None
 
 def stored_verdicts(claim: str, change=None) -> dict[str, str]:
     """instruction -> a stored record that decides `claim` for it: a proof in proofs/<claim>/
-    whose broken twin was refuted, or a counterexample in counterexamples/<claim>/ (the store's
-    and the shipped records)."""
+    whose broken twin was refuted and whose theories are unchanged, or a counterexample in
+    counterexamples/<claim>/ (whose witness the store tests replay on today's theories), from
+    the store's and the shipped records."""
     from .. import paths
     out: dict[str, str] = {}
     tag = None if change is None else f"parameter {change[0]} = {change[1]!r} "
+    ts = _theory.default()
+
+    def current(rec) -> bool:          # a proof about a theory that has changed is stale
+        try:
+            return all(ts.get(t).hash() == h for t, h in (rec.get("theories") or {}).items())
+        except ValueError:
+            return False
     for d in paths.record_dirs("proofs"):
         for p in sorted((d / claim).glob("*.json")):
             rec = json.loads(p.read_text())
             if rec.get("verdict") != "proved" or (rec.get("twin") or {}).get("status") != "sat":
+                continue
+            if not current(rec):
                 continue
             if tag and not rec.get("claim", "").startswith(tag):
                 continue
@@ -980,6 +1013,26 @@ def stored_verdicts(claim: str, change=None) -> dict[str, str]:
     return out
 
 
+def runs_of(claim: str, m: Model, r: dict, backends=("int", "numpy", "compiled")) -> list:
+    """The witness runs [(model, witness, output)] of a refutation rebuilt from its JSON result
+    (a progress-store line) and replayed again here: so a stored refutation survives the loss
+    of the process that found it (`save_group` uses it when the private runs are gone)."""
+    ins = m.ins
+    wj = lambda d: Witness.from_json(d, ins.a, ins.b, ins.c, ins.scale or "")
+    det = r.get("detail") or {}
+    ws = [wj(r["witness"])]
+    if claim == "symmetry":
+        ws.append(wj(det["negated_input"]))
+    elif claim == "monotonic":
+        ws.append(wj(det["witness2"]))
+    runs = [(m, w, replay([m], w, backends)[m.label]) for w in ws]
+    if claim == "monotonic" and not value_lt(runs[1][2], runs[0][2], ins.d):
+        raise InternalError(f"{m.label}: the stored monotonicity witness does not replay")
+    if claim == "symmetry" and _approx_int(runs[1][2], _neg_int(runs[0][2], ins.d), ins.d):
+        raise InternalError(f"{m.label}: the stored symmetry witness does not replay")
+    return runs
+
+
 def save_group(claim: str, change=None):
     """on_result of prove --all --save: the group's record through proofs.save_result (in the
     driver: workers write nothing)."""
@@ -987,6 +1040,8 @@ def save_group(claim: str, change=None):
         if r.get("status") not in ("proved", "refuted"):
             return {}
         m = resolve(r["group"][0])
+        if r["status"] == "refuted" and "_runs" not in r and claim != "unobservable":
+            r["_runs"] = runs_of(claim, m, r)
         models = [m]
         if claim == "unobservable":
             p, v = change
@@ -1046,7 +1101,8 @@ def prove_all(args) -> int:
         raise BadInput(f"prove {claim} applies to none of the {sum(left.values())} "
                        f"instructions matched ({'; '.join(left)})")
     stored = {} if args.redo else stored_verdicts(claim, change)
-    todo = [g for g in groups if not all(n in stored for n in g)]
+    # largest groups first: an interrupted campaign has decided the most instructions
+    todo = sorted((g for g in groups if not all(n in stored for n in g)), key=lambda g: -len(g))
     limit = _campaign.default_limit(args)
     backends = list(parse_backends(args.replay))
     import tempfile

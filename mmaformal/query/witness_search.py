@@ -31,7 +31,7 @@ from .. import fp
 from .model import Model, _one
 from .pool import _UINT, Batch, evaluate
 
-__all__ = ["monotonic_pair", "order_key", "is_nan"]
+__all__ = ["monotonic_pair", "symmetry_pair", "order_key", "is_nan"]
 
 
 def is_nan(bits: np.ndarray, f: fp.Format) -> np.ndarray:
@@ -135,4 +135,52 @@ def monotonic_pair(m: Model, budget: float = 10.0, batch: int = 512, seed: int =
         if len(bad):
             i = int(bad[0])
             return x.witness(i, ins), y.witness(i, ins), int(sel[i])
+    return None
+
+
+def _random_codes(f: fp.Format, rng: np.random.Generator, shape) -> np.ndarray:
+    """Random raw bits of format f (every code, specials included), in its storage dtype."""
+    hi = 1 << f.k
+    if f.k > 62:
+        v = np.array([int(x) for x in rng.integers(0, 1 << 62, shape).ravel()], dtype=object)
+        v = v.reshape(shape) | (rng.integers(0, 1 << (f.k - 62), shape).astype(object) << 62)
+    else:
+        v = rng.integers(0, hi, shape)
+    return (np.asarray(v, dtype=object) << f.pad).astype(_UINT[f.storage])
+
+
+def symmetry_pair(m: Model, budget: float = 5.0, batch: int = 1024, seed: int = 0):
+    """(x, -x) with Phi(-x) not ~ -Phi(x) (the symmetry claim's ~: equal bits, both NaN, or
+    both zero), from random raw bits (every code of each format), or None. -x flips the sign
+    of a and c (model.neg_bits: fnuz zero and NaN are their own negations)."""
+    from ..bits import NUMPY
+    from .model import approx_equal, neg_bits
+    ins = m.ins
+    fa, fb, fc, fd = (fp.fmt(x) for x in (ins.a, ins.b, ins.c, ins.d))
+    rng = np.random.default_rng(seed)
+    sa = None
+    if ins.scale:
+        sa = np.full((batch, m.nscale), _one(ins.scale), dtype=np.uint8)
+    neg = lambda v, f: np.asarray(neg_bits(NUMPY.lift(v.astype(object) if f.storage > 62 else
+                                                      v.astype(np.int64), f.storage), f).v)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < budget:
+        a = _random_codes(fa, rng, (batch, m.k))
+        b = _random_codes(fb, rng, (batch, m.k))
+        c = _random_codes(fc, rng, (batch,))
+        an = np.stack([neg(a[:, k], fa) for k in range(m.k)], axis=1).astype(a.dtype)
+        cn = neg(c, fc).astype(c.dtype)
+        x, xn = Batch(a, b, c, sa, sa), Batch(an, b, cn, sa, sa)
+        try:
+            d1, d2 = evaluate(m, x), evaluate(m, xn)
+        except (OverflowError, ValueError):
+            continue
+        lift = lambda d: NUMPY.lift(d.astype(object) if fd.storage > 62 else d.astype(np.int64),
+                                    fd.storage)
+        same = np.broadcast_to(np.asarray(approx_equal(lift(d2), neg_bits(lift(d1), fd), fd).v,
+                                          dtype=bool), (batch,))
+        bad = np.nonzero(~same)[0]
+        if len(bad):
+            i = int(bad[0])
+            return x.witness(i, ins), xn.witness(i, ins)
     return None
