@@ -42,6 +42,7 @@ KINDS = {
     "hmma_fp8_chain": "sm90/mma.m16n8k32.f32.e4m3.e4m3.f32",
     "int_chain": "sm80/mma.m16n8k32.s32.s8.s8.s32",
     "int_chain.satfinite": "sm80/mma.m16n8k32.satfinite.s32.s8.s8.s32",
+    "fpu_dot": "sm90/mma.m8n8k4.f16.f16.f16.f16",
 }
 
 
