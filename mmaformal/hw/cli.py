@@ -31,7 +31,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "A's shape); without it A is dense with the allowed zeros")
     v = hs.add_parser("validate", help="random CLFP-class tests on the GPU against the theory")
     v.add_argument("instr", nargs="*")
-    v.add_argument("--preset", choices=["sm90"])
+    v.add_argument("--preset", choices=["sm90", "sm90-m8n8k4", "sm90-int"])
     v.add_argument("--tests", type=int, default=1_000_000)
     v.add_argument("--classes", default=None)
     v.add_argument("--seed", type=int, default=0)
