@@ -94,7 +94,7 @@ check compare 0 "^$F16 +0xBF400000 +-0\.75 +sm90\.f16\.f32" "$M" compare --a=-81
 check explain 0 '^d = 0x41380000 \(f32: 11\.5\)' "$M" explain "$F16" --a 1,2 --b 3,4 --c 0.5
 # storing verbs: the default store outside a checkout is $XDG_DATA_HOME/mmaformal
 check distinguish 0 "saved: $XDG_DATA_HOME/mmaformal/counterexamples/distinguish/" "$M" distinguish "$H80" "$H90" --save
-check distinguish 0 'status: distinguished' "$M" distinguish "$H80" "$H90"
+check distinguish 0 'status: distinguished' "$M" distinguish "$H80" "$H90" --raw
 mkdir "$WORK/store"
 check prove 0 "saved: $WORK/store/proofs/symmetry/sm80_mma\.m16n8k8\.f32\.f16\.f16\.f32\.json" \
     "$M" prove symmetry sm80/mma.m16n8k8.f32.f16.f16.f32 --save --store "$WORK/store"
@@ -134,7 +134,7 @@ check accuracy 0 "^$F16 +-?[0-9.e+-]+ " "$M" accuracy "$F16" --n 2000
 check hw-run 2 'no usable GPU' "$M" hw run "$F16" --a a.npy --b b.npy --c c.npy --out hw.npy
 check hw-validate 2 'no usable GPU' "$M" hw validate "$F16" --tests 1000
 check bad-store 2 "^mmaformal: error: store $WORK/missing: no such directory" \
-    "$M" --store "$WORK/missing" distinguish "$H80" "$H90" --save
+    "$M" --store "$WORK/missing" distinguish "$H80" "$H90" --raw --save
 check bad-store 2 'store .*: no such directory' env MMAFORMAL_STORE="$WORK/missing" "$M" prove symmetry sm80/mma.m16n8k8.f32.f16.f16.f32 --save
 # the shipped records are in the wheel and replay with the installed package
 check records 0 '^replayed [0-9]+ shipped counterexamples, read [0-9]+ proofs$' py '

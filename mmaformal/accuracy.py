@@ -187,7 +187,7 @@ def _ulp(x: np.ndarray, fmt_name: str) -> np.ndarray:
 
 def evaluate(instr: "str | Instruction", x: np.ndarray, y: np.ndarray, z: "np.ndarray | None", *,
              theory=None, label: str | None = None, reference: str = "auto",
-             backend: str = "auto", seed: int = 0) -> Result:
+             backend: str = "auto", seed: int = 0, device: str = "cpu") -> Result:
     """One instruction (or a Theory object, e.g. a twin) on float64 samples x, y (n, K), z (n,)
     (None: the adversarial c, made from the rounded products)."""
     ins = instr if isinstance(instr, Instruction) else isa.lookup(instr)
@@ -214,7 +214,7 @@ def evaluate(instr: "str | Instruction", x: np.ndarray, y: np.ndarray, z: "np.nd
     if ins.scale:
         one = np.full((n, K // ins.scale_block), _SCALE_ONE[ins.scale], dtype=np.uint8)
         sc = dict(scale_a=one, scale_b=one)
-    d = dot_lanes(ins, a, b, c, theory=th, backend=backend, **sc)
+    d = dot_lanes(ins, a, b, c, theory=th, backend=backend, device=device, **sc)
     dv = to_float64(d, ins.d)
     fin = np.isfinite(dv) & np.isfinite(cv) & np.all(np.isfinite(av), axis=1) & \
         np.all(np.isfinite(bv), axis=1)
@@ -244,7 +244,7 @@ def _lcm(xs: Sequence[int]) -> int:
 
 def study(instrs: "Sequence[str | Instruction]", *, dist: str = "normal", n: int = 100_000,
           seed: int = 0, K: int | None = None, twin: bool = False, theory=None,
-          reference: str = "auto", backend: str = "auto") -> list[Result]:
+          reference: str = "auto", backend: str = "auto", device: str = "cpu") -> list[Result]:
     """Errors of several instructions on the same samples (see the module docstring).
 
     theory applies to the first instruction; twin adds the RZ twin of every TR-FDPA one (at
@@ -275,7 +275,7 @@ def study(instrs: "Sequence[str | Instruction]", *, dist: str = "normal", n: int
     if twin and not any(lbl.endswith("[RZ twin]") for _, _, lbl in runs):
         rz_twin(inss[0], theory)          # raises the explanatory ValueError
     return [evaluate(ins, x, y, z, theory=th, label=lbl, reference=reference, backend=backend,
-                     seed=seed) for ins, th, lbl in runs]
+                     seed=seed, device=device) for ins, th, lbl in runs]
 
 
 def stats(err: np.ndarray, err_ulp: np.ndarray, nonfinite: int = 0) -> dict:
@@ -377,15 +377,26 @@ def add_parser(subparsers) -> Any:
     q.add_argument("--plot", metavar="OUT.png", help="write a histogram PNG (needs matplotlib)")
     q.add_argument("--unit", choices=UNITS, default="abs", help="histogram x unit")
     q.add_argument("--backend", choices=("auto", "compiled", "numpy"), default="auto")
+    q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="where the dot products run: auto (default) takes an NVIDIA GPU when "
+                        "CuPy can use one (the errors are the same bits either way)")
     q.add_argument("--json", action="store_true")
     return q
 
 
 def run(args) -> int:
     """The ``accuracy`` verb. Bad input raises ValueError (the cli prints one line, exit 2)."""
+    note = "cpu requested"
+    if args.device != "cpu":
+        from .cuda import resolve_device
+        device, note = resolve_device(args.device)
+        if device == "cuda":
+            device = args.device     # "auto": an instruction without a GPU form runs on the CPU
+    else:
+        device = "cpu"
     res = study([args.instr] + list(args.compare), dist=args.dist, n=args.n, seed=args.seed,
                 K=args.K, twin=args.rz_twin, theory=args.theory, reference=args.reference,
-                backend=args.backend)
+                backend=args.backend, device=device)
     K = res[0].K
     written = None
     if args.plot:
@@ -393,7 +404,9 @@ def run(args) -> int:
         written = plot(res, args.plot, unit=args.unit, title=title)
     if args.json:
         print(json.dumps({"dist": args.dist, "n": args.n, "seed": args.seed, "K": K,
-                          "results": [r.as_dict() for r in res], "plot": written}, indent=1))
+                          "results": [r.as_dict() for r in res], "plot": written,
+                          "device": "cpu" if device == "cpu" else "cuda", "device_note": note},
+                         indent=1))
         return 0
     print(f"dist {args.dist}, n = {args.n}, K = {K}, seed {args.seed}; err = d - exact "
           f"(exact: c + sum a*b of the rounded inputs)")

@@ -96,6 +96,8 @@ def _parser(argv=None) -> argparse.ArgumentParser:
                    "with it A is compressed (..., M, K/2), without it A is dense (..., M, K)")
     q.add_argument("--out", required=True, metavar="D.npy")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
+    q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="where to run: auto (default) takes an NVIDIA GPU when CuPy can use one")
     q.add_argument("--json", action="store_true")
 
     q = sub.add_parser("compare", help="one dot product through many instructions")
@@ -137,10 +139,8 @@ def version_text() -> str:
         except metadata.PackageNotFoundError:
             v = "not installed"
         lines.append(f"{name} {v}")
-    try:
-        lines.append(f"data: {paths.shipped()}")
-    except ValueError as e:
-        lines.append(f"data: {e}")
+    data = paths.shipped()
+    lines.append(f"data: {data}" + ("" if (data / "theories").is_dir() else " (missing: reinstall)"))
     root, how = paths.store_root()
     lines.append(f"store: {root} ({ {'env': '$' + paths.ENV, 'checkout': 'the checkout', 'user': 'per-user default'}[how] })")
     return "\n".join(lines)
@@ -246,19 +246,36 @@ def _cmd_simulate(args) -> int:
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
     E = load_npy(args.meta, "--meta")
+    device, note = _device(args.device, ins, th)
     t0 = time.perf_counter()
-    D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E)
+    D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E, device=device)
     dt = time.perf_counter() - t0
     written = save_npy(args.out, D)
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
             "shape": list(D.shape), "dtype": D.dtype.name, "dot_products": int(D.size),
-            "seconds": round(dt, 6)}
+            "seconds": round(dt, 6), "device": device, "device_note": note}
     if args.json:
         _print_json(info)
     else:
         print(f"{ins.name}: wrote {written} {tuple(D.shape)} {D.dtype.name} "
               f"({D.size} dot products, theory {th.id} [{th.status}], {dt:.3f} s)")
     return 0
+
+
+def _device(requested: str, ins, th) -> tuple[str, str]:
+    """The device a verb runs on ('cpu' | 'cuda') and why (shown under --json); --device cuda
+    without a usable GPU, or for a theory without a GPU form, is a one-line error (exit 2)."""
+    if requested == "cpu":
+        return "cpu", "cpu requested"
+    from .cuda import resolve_device, supported
+    dev, note = resolve_device(requested)
+    if dev == "cuda":
+        ok, why = supported(th, ins)
+        if not ok:
+            if requested == "cuda":
+                raise ValueError(f"--device cuda: {ins.name} has no GPU form of theory {th.id} ({why})")
+            return "cpu", f"no GPU form of theory {th.id}: {why}"
+    return dev, note
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,12 +333,57 @@ def _representatives(instrs):
     return list(best.values())
 
 
+def _compare_one(ins, ts, a_t, b_t, c_t) -> dict:
+    """One instruction of compare: its output on the tokens (padded with zeros to K, scales
+    1.0), or why it is excluded (K too small, a value its formats cannot hold exactly, a theory
+    that cannot be evaluated)."""
+    from . import fp
+    from .bits import INT
+    from .simulate import decimal, value_of
+    if len(a_t) > ins.k:
+        return {"instruction": ins.name, "output": None, "value": None,
+                "excluded": f"K = {ins.k} < {len(a_t)} values"}
+    vals = {}
+    for role, toks, f in (("a", a_t, ins.a), ("b", b_t, ins.b), ("c", c_t, ins.c)):
+        bits = []
+        for n, tok in enumerate(toks):
+            x, w = _compare_value(tok, f)
+            if w:
+                return {"instruction": ins.name, "output": None, "value": None,
+                        "excluded": f"{role}[{n}]: {w}" if role != "c" else f"c: {w}"}
+            bits.append(x)
+        vals[role] = bits
+    th = ts.resolve(ins)
+    K = ins.k
+    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+    a = [INT.const(x, wa, False) for x in vals["a"]] + [INT.const(0, wa, False)] * (K - len(a_t))
+    b = [INT.const(x, wb, False) for x in vals["b"]] + [INT.const(0, wb, False)] * (K - len(b_t))
+    sc = meta = None
+    if ins.scale:  # scale factors 1.0
+        one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
+        sc = [INT.const(one, 8, False)] * (K // ins.scale_block)
+    if ins.sparse:  # a is the dense A row: at most 2 non-zeros per group of 4
+        from . import sparse as _sp
+        try:
+            kept, em = _sp.dense_row(ins, [int(x.v) for x in a])
+        except ValueError as e:
+            return {"instruction": ins.name, "output": None, "value": None, "excluded": str(e)}
+        a = [INT.const(x, wa, False) for x in kept]
+        meta = [INT.const(x, 8, False) for x in em]
+    try:
+        d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc, meta)
+    except ValueError as e:  # a theory the current mma cannot evaluate
+        return {"instruction": ins.name, "output": None, "value": None,
+                "excluded": f"theory {th.id}: {e}"}
+    bits = int(d.v)
+    return {"instruction": ins.name, "theory": th.id, "status": th.status,
+            "output": f"0x{bits:0{fp.fmt(ins.d).storage // 4}X}",
+            "value": decimal(value_of(bits, ins.d))}
+
+
 def _cmd_compare(args) -> int:
     from . import isa
     from . import theory as T
-    from .bits import INT
-    from .simulate import decimal, value_of
-    from . import fp
     a_t, b_t, c_t = _tokens(args.a, "--a"), _tokens(args.b, "--b"), _tokens(args.c, "--c")
     if len(c_t) != 1:
         raise ValueError(f"--c: expected one value, got {len(c_t)}")
@@ -346,55 +408,7 @@ def _cmd_compare(args) -> int:
         instrs = _representatives(isa.catalog().values())
         how = "one representative per (arch, family, a, b, c, d, scale, primary theory), largest K"
     ts = T.default()
-    results = []
-    for ins in instrs:
-        why = None
-        if len(a_t) > ins.k:
-            why = f"K = {ins.k} < {len(a_t)} values"
-        vals = {}
-        for role, toks, f in (("a", a_t, ins.a), ("b", b_t, ins.b), ("c", c_t, ins.c)):
-            if why:
-                break
-            bits = []
-            for n, tok in enumerate(toks):
-                x, w = _compare_value(tok, f)
-                if w:
-                    why = f"{role}[{n}]: {w}" if role != "c" else f"c: {w}"
-                    break
-                bits.append(x)
-            vals[role] = bits
-        if why:
-            results.append({"instruction": ins.name, "output": None, "value": None, "excluded": why})
-            continue
-        th = ts.resolve(ins)
-        K = ins.k
-        wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
-        a = [INT.const(x, wa, False) for x in vals["a"]] + [INT.const(0, wa, False)] * (K - len(a_t))
-        b = [INT.const(x, wb, False) for x in vals["b"]] + [INT.const(0, wb, False)] * (K - len(b_t))
-        sc = meta = None
-        if ins.scale:  # scale factors 1.0
-            one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
-            sc = [INT.const(one, 8, False)] * (K // ins.scale_block)
-        if ins.sparse:  # a is the dense A row: at most 2 non-zeros per group of 4
-            from . import sparse as _sp
-            try:
-                kept, em = _sp.dense_row(ins, [int(x.v) for x in a])
-            except ValueError as e:
-                results.append({"instruction": ins.name, "output": None, "value": None,
-                                "excluded": str(e)})
-                continue
-            a = [INT.const(x, wa, False) for x in kept]
-            meta = [INT.const(x, 8, False) for x in em]
-        try:
-            d = th.dot(INT, a, b, INT.const(vals["c"][0], wc, False), sc, sc, meta)
-        except ValueError as e:  # a theory the current mma cannot evaluate
-            results.append({"instruction": ins.name, "output": None, "value": None,
-                            "excluded": f"theory {th.id}: {e}"})
-            continue
-        bits = int(d.v)
-        results.append({"instruction": ins.name, "theory": th.id, "status": th.status,
-                        "output": f"0x{bits:0{fp.fmt(ins.d).storage // 4}X}",
-                        "value": decimal(value_of(bits, ins.d))})
+    results = [_compare_one(ins, ts, a_t, b_t, c_t) for ins in instrs]
     if args.json:
         _print_json(results)
         return 0

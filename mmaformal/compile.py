@@ -64,12 +64,24 @@ def _lit(v: int, w: int) -> str:
     return f"(((W128)INT64_C({hi})) * (((W128)1) << 64) + (W128)UINT64_C({lo}))"
 
 
-def _u(w: int, e: str) -> str:
+def _u(w: int, e: str, n32: bool = False) -> str:
+    if n32:
+        return f"U32({e})"
     return f"U64({e})" if w <= 62 else f"((U128)({e}))"
 
 
-def _s(w: int, e: str) -> str:
+def _s(w: int, e: str, n32: bool = False) -> str:
+    if n32:
+        return f"S32({e})"
     return f"S64({e})" if w <= 62 else f"((W128)({e}))"
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _fits32(*ivs: tuple[int, int]) -> bool:
+    """Every interval lies in int32 (the statement may run in 32-bit arithmetic on a GPU)."""
+    return all(_I32[0] <= lo and hi <= _I32[1] for lo, hi in ivs)
 
 
 def _folding(fn):
@@ -116,6 +128,12 @@ class TraceBackend(Backend):
         self.ivs: dict[str, tuple[int, int]] = {}
         self.cvals: dict[str, int] = {}               # expression -> value, for constants
         self.scalar_only = False                      # set by __int128 values or builtins
+        # For targets with native 32-bit integers (mmaformal.cuda): the statements whose
+        # expression is exact when evaluated in 32-bit arithmetic on operands held in int32
+        # (decided per operation from the intervals), and the intervals of the results of
+        # plain + - * before clamping (a checked result may leave its width's range).
+        self.n32: set[str] = set()
+        self.rawiv: dict[str, tuple[int, int]] = {}
 
     # -- helpers -------------------------------------------------------------------------
     # Each traced value carries a static interval [lo, hi] of the values it can take; a
@@ -123,9 +141,16 @@ class TraceBackend(Backend):
     def _iv(self, x: BV) -> tuple[int, int]:
         return self.ivs.get(x.v) or _range(x.w, x.s)
 
-    def _new(self, w: int, s: bool, expr: str, iv: tuple[int, int] | None = None) -> BV:
+    def _iv_name(self, name: str) -> tuple[int, int]:
+        """The interval of a shift amount (a traced value's name or a clamped copy)."""
+        return self.ivs.get(name, (-(1 << 127), 1 << 127))
+
+    def _new(self, w: int, s: bool, expr: str, iv: tuple[int, int] | None = None,
+             n32: bool = False) -> BV:
         name = f"v{self.n}"
         self.n += 1
+        if n32:
+            self.n32.add(name)
         ct = _ctype(w)
         if ct == "W128":
             self.scalar_only = True
@@ -133,13 +158,13 @@ class TraceBackend(Backend):
         else:
             self.lines.append(f"W64 {name} = BC({expr});")
         lo, hi = _range(w, s)
-        if iv is not None:
-            self.ivs[name] = (max(lo, iv[0]), min(hi, iv[1]))
+        self.ivs[name] = (lo, hi) if iv is None else (max(lo, iv[0]), min(hi, iv[1]))
         return BV(self, w, s, name)
 
     def _newb(self, expr: str) -> Bool:
         name = f"b{self.n}"
         self.n += 1
+        self.n32.add(name)                          # truth values: comparisons promote
         self.lines.append(f"W64 {name} = BC({expr});")
         return Bool(self, name)
 
@@ -197,7 +222,9 @@ class TraceBackend(Backend):
         store = 63 if ct == "W64" else 127
         lo, hi = _range(x.w, x.s)
         if -(1 << store) <= iv[0] and iv[1] < (1 << store):
-            r = self._new(x.w, x.s, f"({x.v} {op} {y.v})")
+            r = self._new(x.w, x.s, f"({x.v} {op} {y.v})",
+                          n32=_fits32((a, b), (c, d), iv))
+            self.rawiv[r.v] = iv
         else:
             fn = {"+": "add", "-": "sub", "*": "mul"}[op]
             self.scalar_only = True
@@ -216,22 +243,25 @@ class TraceBackend(Backend):
     @_folding
     def mul(self, x, y): return self._arith("*", x, y)
 
-    def _wrap_expr(self, expr_u: str, w: int, s: bool) -> str:
-        """Wrap an unsigned expression to w bits, read as signed or unsigned."""
-        one = "((uint64_t)1)" if w <= 62 else "((U128)1)"
+    def _wrap_expr(self, expr_u: str, w: int, s: bool, n32: bool = False) -> str:
+        """Wrap an unsigned expression to w bits, read as signed or unsigned (n32: the
+        expression is built from U32() operands and w <= 31: exact in uint32 arithmetic)."""
+        one = "ONE32" if n32 else "((uint64_t)1)" if w <= 62 else "((U128)1)"
         m = f"(({one} << {w}) - 1)"
         if s:
             sb = f"({one} << {w - 1})"
-            return f"({_s(w, f'(({expr_u}) & {m}) ^ {sb}')} - {_s(w, sb)})"
-        return _s(w, f"({expr_u}) & {m}")
+            return f"({_s(w, f'(({expr_u}) & {m}) ^ {sb}', n32)} - {_s(w, sb, n32)})"
+        return _s(w, f"({expr_u}) & {m}", n32)
 
     @_folding
     def add_wrap(self, x, y):
-        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} + {_u(x.w, y.v)}", x.w, x.s))
+        n = x.w <= 31
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v, n)} + {_u(x.w, y.v, n)}", x.w, x.s, n), n32=n)
 
     @_folding
     def sub_wrap(self, x, y):
-        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} - {_u(x.w, y.v)}", x.w, x.s))
+        n = x.w <= 31
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v, n)} - {_u(x.w, y.v, n)}", x.w, x.s, n), n32=n)
 
     @_folding
     def shl_wrap(self, x, n):
@@ -240,8 +270,10 @@ class TraceBackend(Backend):
         lo, hi = self._iv(x)
         rlo, rhi = _range(x.w, x.s)
         if rlo <= lo << n and hi << n <= rhi:        # cannot wrap: a plain shift
-            return self._new(x.w, x.s, f"({x.v} << {n})", (lo << n, hi << n))
-        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} << {n}", x.w, x.s))
+            return self._new(x.w, x.s, f"({x.v} << {n})", (lo << n, hi << n),
+                             n32=n <= 30 and _fits32((lo, hi), (lo << n, hi << n)))
+        m = x.w <= 31
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v, m)} << {n}", x.w, x.s, m), n32=m)
 
     def _amount(self, a: BV, limit: int) -> tuple[str, int]:
         lo, hi = self._iv(a)
@@ -253,12 +285,15 @@ class TraceBackend(Backend):
         name = f"a{self.n}"
         self.n += 1
         self.lines.append(f"{_ctype(a.w)} {name} = SEL(CMP({a.v} > {limit}), BC({limit}), {a.v});")
+        self.ivs[name] = (min(lo, limit), limit)
+        self.n32.add(name)
         return name, limit
 
     @_folding
     def shl_var_wrap(self, x, a):
         am, _ = self._amount(a, x.w)
-        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v)} << {am}", x.w, x.s))
+        m = x.w <= 31
+        return self._new(x.w, x.s, self._wrap_expr(f"{_u(x.w, x.v, m)} << {am}", x.w, x.s, m), n32=m)
 
     @_folding
     def shl(self, x, n):
@@ -270,7 +305,9 @@ class TraceBackend(Backend):
                 self.checks += 1
                 lw = 62 if x.w <= 62 else 126
                 self.lines.append(f"bad |= CMP({x.v} < (BC({_lit(lo, lw)}) >> {am})) | CMP({x.v} > (BC({_lit(hi, lw)}) >> {am}));")
-            return self._new(x.w, x.s, f"({x.v} << {am})", (min(xl, xl << amax), max(xh, xh << amax)))
+            riv = (min(xl, xl << amax), max(xh, xh << amax))
+            return self._new(x.w, x.s, f"({x.v} << {am})", riv,
+                             n32=amax <= 30 and _fits32((xl, xh), riv, self._iv_name(am)))
         if n < 0:
             raise ValueError("negative shift")
         if n == 0:
@@ -278,25 +315,33 @@ class TraceBackend(Backend):
         self._check(x.v, x.w, x.s, (xl, xh), lo >> n, hi >> n)
         if n >= x.w:
             return self.const(0, x.w, x.s)
-        return self._new(x.w, x.s, f"({x.v} << {n})", (xl << n, xh << n))
+        return self._new(x.w, x.s, f"({x.v} << {n})", (xl << n, xh << n),
+                         n32=n <= 30 and _fits32((xl, xh), (xl << n, xh << n)))
 
     @_folding
     def shr(self, x, n):
         xl, xh = self._iv(x)
         if isinstance(n, BV):
-            am, _ = self._amount(n, x.w)
-            return self._new(x.w, x.s, f"({x.v} >> {am})", (min(xl, 0), max(xh, 0)))
+            am, amax = self._amount(n, x.w)
+            return self._new(x.w, x.s, f"({x.v} >> {am})", (min(xl, 0), max(xh, 0)),
+                             n32=amax <= 31 and _fits32((xl, xh), self._iv_name(am)))
         if n < 0:
             raise ValueError("negative shift")
         k = min(n, 63 if x.w <= 62 else 127)
-        return self._new(x.w, x.s, f"({x.v} >> {k})", (xl >> k, xh >> k))
+        return self._new(x.w, x.s, f"({x.v} >> {k})", (xl >> k, xh >> k),
+                         n32=k <= 31 and _fits32((xl, xh)))
 
     @_folding
     def bitop(self, op, x, y):
         if x.s:
             raise ValueError("bitwise operations take unsigned vectors (bitcast first)")
         c = {"and": "&", "or": "|", "xor": "^"}[op]
-        return self._new(x.w, False, f"({x.v} {c} {y.v})")
+        (a, b), (e, d) = self._iv(x), self._iv(y)
+        iv = None
+        if a >= 0 and e >= 0:                       # unsigned operands (always, for x.s False)
+            iv = (0, min(b, d)) if op == "and" else (0, (1 << max(b, d).bit_length()) - 1)
+        return self._new(x.w, False, f"({x.v} {c} {y.v})", iv,
+                         n32=iv is not None and _fits32((a, b), (e, d), iv))
 
     @_folding
     def cmp(self, op, x, y):
@@ -306,7 +351,7 @@ class TraceBackend(Backend):
     @_folding
     def ite(self, c, x, y):
         (a, b), (c2, d) = self._iv(x), self._iv(y)
-        return self._new(x.w, x.s, f"SEL({c.v}, {x.v}, {y.v})", (min(a, c2), max(b, d)))
+        return self._new(x.w, x.s, f"SEL({c.v}, {x.v}, {y.v})", (min(a, c2), max(b, d)), n32=True)
 
     @_folding
     def bite(self, c, x, y):
@@ -331,8 +376,8 @@ class TraceBackend(Backend):
             lw = 62 if ww <= 62 else 126
             self.lines.append(f"bad |= CMP({x.v} < {_lit(lo, lw)}) | CMP({x.v} > {_lit(hi, lw)});")
         if (w <= 62) == (x.w <= 62):
-            return self._new(w, s, x.v, iv)
-        return self._new(w, s, f"(({_ctype(w)})({x.v}))", iv)
+            return self._new(w, s, x.v, iv, n32=True)
+        return self._new(w, s, f"(({_ctype(w)})({x.v}))", iv, n32=True)
 
     @_folding
     def bitcast(self, x, s):
@@ -341,33 +386,38 @@ class TraceBackend(Backend):
         iv = self._iv(x)
         lo, hi = _range(x.w, s)
         if lo <= iv[0] and iv[1] <= hi:             # the same value either way
-            return self._new(x.w, s, x.v, iv)
-        return self._new(x.w, s, self._wrap_expr(_u(x.w, x.v), x.w, s))
+            return self._new(x.w, s, x.v, iv, n32=True)
+        m = x.w <= 31
+        return self._new(x.w, s, self._wrap_expr(_u(x.w, x.v, m), x.w, s, m), n32=m)
 
     @_folding
     def extract(self, x, hi, lo):
         w = hi - lo + 1
         ww = max(w, x.w)
-        one = "((uint64_t)1)" if ww <= 62 else "((U128)1)"
-        e = f"({_u(ww, x.v)} >> {lo}) & (({one} << {w}) - 1)"
-        e = _s(ww, e)
+        xl, xh = self._iv(x)
+        # in uint32: the low 32 bits of x's two's complement hold bits lo..hi, or x >= 0
+        # fits 31 bits (all higher bits are 0 in either width)
+        m = w <= 31 and _fits32((xl, xh)) and (lo + w <= 32 or (xl >= 0 and lo <= 31))
+        one = "ONE32" if m else "((uint64_t)1)" if ww <= 62 else "((U128)1)"
+        e = f"({_u(ww, x.v, m)} >> {lo}) & (({one} << {w}) - 1)"
+        e = _s(ww, e, m)
         if (w <= 62) != (ww <= 62):
             e = f"(({_ctype(w)})({e}))"
-        return self._new(w, False, e, (0, (1 << w) - 1))
+        return self._new(w, False, e, (0, (1 << w) - 1), n32=m)
 
     @_folding
     def concat(self, x, y):
         if x.s or y.s:
             raise ValueError("concat takes unsigned vectors")
         w = x.w + y.w
-        return self._new(w, False, f"(({x.v} << {y.w}) | {y.v})")
+        return self._new(w, False, f"(({x.v} << {y.w}) | {y.v})", n32=w <= 31)
 
     @_folding
     def abs_(self, x):
         a, b = self._iv(x)
         m = max(abs(a), abs(b))
         return self._new(x.w, False, f"SEL(CMP({x.v} < 0), -{x.v}, {x.v})",
-                         (0 if a <= 0 <= b else min(abs(a), abs(b)), m))
+                         (0 if a <= 0 <= b else min(abs(a), abs(b)), m), n32=_fits32((a, b), (0, m)))
 
     # -- emission ------------------------------------------------------------------------------
     def source(self, outputs: Sequence[BV], out_storage: Sequence[int], lanes: int = 0) -> str:
@@ -386,6 +436,9 @@ typedef uint64_t UW64 __attribute__((vector_size(8 * NL)));
 #define CMP(e) (e)
 #define U64(e) ((UW64)(e))
 #define S64(e) ((W64)(e))
+#define U32(e) U64(e)
+#define S32(e) S64(e)
+#define ONE32 ((uint64_t)1)
 #define BC(e) ((e) + ZV)
 #define LOAD(T, v, p, k) W64 v; for (int j = 0; j < NL; j++) v[j] = (int64_t)p[(i + j < n ? i + j : n - 1) * st[k]];
 #define STORE(p, T, v) for (int j = 0; j < NL && i + j < n; j++) p[i + j] = (T)(v)[j];
@@ -400,6 +453,9 @@ static inline int64_t any_lanes(W64 b) {{ int64_t r = 0; for (int j = 0; j < NL;
 #define CMP(e) (-(int64_t)(e))
 #define U64(e) ((uint64_t)(e))
 #define S64(e) ((int64_t)(e))
+#define U32(e) U64(e)
+#define S32(e) S64(e)
+#define ONE32 ((uint64_t)1)
 #define BC(e) (e)
 #define LOAD(T, v, p, k) T v = (T)p[i * st[k]];
 #define STORE(p, T, v) p[i] = (T)(v);

@@ -1,6 +1,6 @@
 """Layer 5 front end, emulate: a whole GEMM with one instruction's exact arithmetic.
 
-May import: numpy, ctypes, mmaformal.compile, mmaformal.simulate (array contract),
+May import: numpy, ctypes, mmaformal.compile, mmaformal.cuda (lazily), mmaformal.simulate (array contract),
 mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits (never z3).
 
 ``matmul(A, B, C, instr)`` computes D = A*B + C for any M, N and K as a GPU kernel's main loop
@@ -37,8 +37,11 @@ kernel (mmaformal.compile; cached per theory hash and instruction), then runs it
 (row, K-step) on the row's N lanes, threads over rows (the ctypes call releases the GIL);
 "numpy" evaluates the same definition on numpy lanes (chunks of rows x N); "auto" is
 "compiled" where a C compiler exists, else "numpy". Both run the same definition, so they give
-the same bits (tested). There is no GPU back-end here (no CuPy/PyTorch path): the emulator's
-purpose is to be the reference a GPU result is compared against.
+the same bits (tested). ``device="cuda"`` runs the same traced step on an NVIDIA GPU
+(mmaformal.cuda: each thread owns a tile of outputs and walks K in the same order; split_k,
+pad_k and scales as here; host inputs in chunks that fit the GPU's memory); ``"auto"`` takes
+the GPU when CuPy can use one and the trace has a CUDA form, else the CPU back-ends above.
+The GPU path gives the same bits (tests marked gpu).
 
 Also ``dot_lanes(instr, a, b, c)``: n independent K-long dot products (a, b of shape (n, K)),
 chained in k-steps in the same order; the accuracy front end uses it.
@@ -158,6 +161,11 @@ def _step(ins: Instruction, th) -> _Step:
         return st
 
 
+def _on_gpu(th, ins, device: str) -> bool:
+    from .simulate import _on_gpu as on_gpu
+    return on_gpu(th, ins, device)
+
+
 def _compiled_ok() -> bool:
     from . import compile as C
     return C.available()[0]
@@ -222,7 +230,7 @@ def _check_carry(ins: Instruction, nsteps: int, split_k: int) -> None:
 
 def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None,
            backend: str = "auto", pad_k: bool = False, scale_a=None, scale_b=None,
-           threads: int | None = None) -> np.ndarray:
+           threads: int | None = None, device: str = "cpu") -> np.ndarray:
     """Raw bits of D = A*B + C with the instruction's exact arithmetic (see the module
     docstring for the K order, split_k, pad_k, formats and back-ends).
 
@@ -230,11 +238,13 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
     (K/scale_block, N) for block-scaled instructions. K must be a multiple of the instruction's
     k unless pad_k. theory: a theory id or Theory (default: the instruction's primary theory).
     threads: worker threads of the compiled back-end (default: the CPUs this process may use).
+    device: "cpu" (default), "cuda" or "auto" (see the module docstring).
     """
     ins = _ins(instr)
     name = ins.name
     th = _resolve(ins, theory)
     be = _backend(backend)
+    gpu = device != "cpu" and _on_gpu(th, ins, device)
     Am = _mat(A, ins.a, "A", name)
     Bm = _mat(B, ins.b, "B", name)
     M, K = Am.shape
@@ -291,6 +301,9 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
     if M == 0 or N == 0:
         return np.empty((M, N), dtype=storage_dtype(ins.d))
     parts = [p for p in np.array_split(np.arange(nsteps), split_k)]
+    if gpu:
+        from . import cuda
+        return cuda.gemm(th, ins, Am, Bm, Cm, SA, SB, [(int(p[0]), int(p[-1]) + 1) for p in parts])
     run = _gemm_compiled if be == "compiled" else _gemm_numpy
     if split_k == 1:
         return run(ins, th, Am, Bm, Cm, SA, SB, 0, nsteps, threads)
@@ -421,7 +434,8 @@ def _gemm_numpy(ins, th, A, B, C, SA, SB, s0, s1, threads=None) -> np.ndarray:
 
 
 def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str = "auto",
-              scale_a=None, scale_b=None, threads: int | None = None) -> np.ndarray:
+              scale_a=None, scale_b=None, threads: int | None = None,
+              device: str = "cpu") -> np.ndarray:
     """n independent dot products d_l = c_l + sum_k a[l, k] b[l, k] (raw bits in, raw bits of
     D out), each K = a.shape[1] long and walked in the instruction's k-steps exactly as
     ``matmul`` does (D_0 = c, D_{s+1} = instr(a[:, blk s], b[:, blk s], D_s)).
@@ -458,6 +472,10 @@ def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str 
     if n == 0:
         return np.empty(0, dtype=ddt)
     wa, wb, wc, wd = _storages(ins)
+    if device != "cpu" and _on_gpu(th, ins, device):
+        from . import cuda
+        return cuda.dot_module(th, ins).lanes_host(np.ascontiguousarray(a), np.ascontiguousarray(b),
+                                                   np.ascontiguousarray(c), sa, sb)
 
     def cols(s, lo, hi):
         xs = [a[lo:hi, s * k + t] for t in range(k)] + [b[lo:hi, s * k + t] for t in range(k)]
@@ -527,6 +545,8 @@ def add_parser(subparsers) -> Any:
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
     q.add_argument("--backend", choices=BACKENDS, default="auto")
     q.add_argument("--threads", type=int, metavar="T")
+    q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="where to run: auto (default) takes an NVIDIA GPU when CuPy can use one")
     q.add_argument("--json", action="store_true")
     return q
 
@@ -540,20 +560,23 @@ def run(args) -> int:
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
     be = _backend(args.backend)
+    from .cli import _device
+    device, note = _device(args.device, ins, th)
     t0 = time.perf_counter()
     D = matmul(A, B, C, ins, split_k=args.split_k, theory=th, backend=be, pad_k=args.pad_k,
-               scale_a=SA, scale_b=SB, threads=args.threads)
+               scale_a=SA, scale_b=SB, threads=args.threads, device=device)
     dt = time.perf_counter() - t0
     written = save_npy(args.out, D)
     M, N = D.shape
     K = np.asarray(A).shape[-1]
     info = {"instruction": ins.name, "theory": th.id, "status": th.status, "out": written,
             "shape": [M, N, int(K)], "dtype": D.dtype.name, "split_k": args.split_k,
-            "pad_k": bool(args.pad_k), "backend": be, "dot_products": int(D.size),
-            "seconds": round(dt, 6)}
+            "pad_k": bool(args.pad_k), "backend": be if device == "cpu" else "cuda",
+            "dot_products": int(D.size), "seconds": round(dt, 6), "device": device,
+            "device_note": note}
     if args.json:
         print(json.dumps(info, indent=1))
     else:
         print(f"{ins.name}: wrote {written} ({M}x{N}, K = {K}, {D.dtype.name}; theory {th.id} "
-              f"[{th.status}], split_k {args.split_k}, {be}, {dt:.3f} s)")
+              f"[{th.status}], split_k {args.split_k}, {be if device == 'cpu' else 'cuda'}, {dt:.3f} s)")
     return 0

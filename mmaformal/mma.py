@@ -34,8 +34,8 @@ from .fp import Format, Unpacked, decode, fmt, round_to
 
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
-    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "NVIDIA_NAN", "tracing",
-    "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT",
+    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "NVIDIA_NAN",
+    "tracing", "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT",
 ]
 
 #: Optional white-box trace (used by mmaformal.explain): when set to a list, `_note` appends
@@ -623,6 +623,51 @@ def fma_chain(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, mode: str = "RNE"
         d = fp.fma(f, x, y, d, mode, nan)
         _note("fma_step", {"k": i, "acc": d})
     return d
+
+
+def fpu_dot(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, fc: str, out: str, G: int,
+            first: str = "fma0", nan="default") -> BV:
+    """An MMA that the compiler emulates on the FP32 pipe (no tensor-core instruction).
+
+    a, b hold format-f operands (exactly converted by the theory), c is of format fc (converted
+    exactly to f here). K is cut into groups of G consecutive k; each group is one FMA chain in
+    k order that starts with ``first``: "mul" = mul(a0, b0), "fma0" = fma(a0, b0, +0). The
+    accumulator starts at c and each group's result is added to it in turn (IEEE add); the sum
+    is rounded (RNE) to ``out``. Every step is RNE in f with NaN policy ``nan``.
+
+    Source: SASS of f16 mma.m8n8k4 for sm_90a (nvcc 13.0; mmaformal/hw/SASS.md): .f32 D is
+    FFMA(a0,b0,RZ), three FFMA, then FADD with C (G = 4, "fma0"); .f16 D is FMUL + FFMA per
+    k pair, FADD of C and pair 0, FADD of pair 1, F2FP.F16.F32 (G = 2, "mul").
+    """
+    _check_lengths(a, b)
+    if len(a) % G:
+        raise ValueError(f"K={len(a)} is not a multiple of G={G}")
+    if first not in ("mul", "fma0"):
+        raise ValueError(f"first must be \"mul\" or \"fma0\", got {first!r}")
+    ff, fcc, fo = fmt(f), fmt(fc), fmt(out)
+    K = c.k
+    acc = _recast(c, fcc, ff) if fcc is not ff else c
+    zero = K.const(0, ff.storage, False)
+    for g in range(0, len(a), G):
+        s = fp.mul(ff, a[g], b[g], "RNE", nan) if first == "mul" else \
+            fp.fma(ff, a[g], b[g], zero, "RNE", nan)
+        for i in range(g + 1, g + G):
+            s = fp.fma(ff, a[i], b[i], s, "RNE", nan)
+        _note("fpu_group", {"k0": g, "sum": s})
+        acc = fp.add(ff, acc, s, "RNE", nan)
+        _note("fpu_acc", acc)
+    if fo is not ff:
+        acc = _recast(acc, ff, fo)
+    return acc
+
+
+def _recast(x: BV, fs: Format, fd: Format) -> BV:
+    """RNE conversion between formats (exact when widening: HADD2.F32 of an f16; F2FP.F16.F32
+    when narrowing); a NaN becomes fd's NVIDIA canonical NaN."""
+    u = decode(fs, x)
+    fin = round_to(fd, u.sign, u.exp - fs.t, u.sig, "RNE")
+    code = x.k.const(NVIDIA_NAN.get(fd.name, fp.default_nan(fd)), fd.storage, False)
+    return fp._overlay(fd, fin, u.nan, code, u.inf, u.sign)
 
 
 def fdpa_chain(op, a: Sequence[BV], b: Sequence[BV], c: BV, L: int, **params) -> BV:

@@ -62,14 +62,10 @@ def checkout() -> Path | None:
 
 def shipped(name: str | None = None) -> Path:
     """The shipped data folder ``name`` ("theories", "proofs", "counterexamples"), or the root
-    that holds them: mmaformal/_data when installed, the checkout when run from one."""
-    if _DATA.is_dir():
-        root = _DATA
-    else:
-        root = checkout()
-        if root is None:
-            raise StoreError(f"no shipped data beside {PACKAGE} (neither "
-                             f"mmaformal/_data nor a checkout's theories/): reinstall the package")
+    that holds them: mmaformal/_data when installed, the checkout when run from one. Never
+    raises (module constants are made from it at import): in a package that lacks its data it
+    is the absent mmaformal/_data/<name>, and the reader that needs it says so (one line)."""
+    root = checkout() or _DATA
     return root / name if name else root
 
 
@@ -145,11 +141,8 @@ def record_dirs(name: str) -> list[Path]:
             check_store(root)
     else:
         out.append((root / name).resolve())
-    try:
-        s = shipped(name).resolve()
-    except StoreError:
-        s = None
-    if s is not None and s not in out:
+    s = shipped(name).resolve()
+    if s not in out:
         out.append(s)
     return out
 

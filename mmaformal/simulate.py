@@ -1,7 +1,8 @@
 """Layer 5 front end, simulate: run any catalog instruction bit-exactly on the CPU.
 
 May import: numpy, mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits (never z3:
-this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays).
+this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays;
+mmaformal.cuda lazily, for ``device="cuda"`` / ``"auto"``: the same trace on an NVIDIA GPU).
 
 ``simulate(instr, a, b, c, scale_a=None, scale_b=None, theory=None)`` computes D = A*B + C with
 the instruction's primary theory (or a named one) on the numpy back-end: every element of every
@@ -43,7 +44,7 @@ from .bits import INT, NUMPY
 from .isa import Instruction
 
 __all__ = ["simulate", "as_bits", "storage_dtype", "value_of", "bits_of", "decimal",
-           "parse_value", "load_npy", "save_npy", "DEFAULT_CHUNK"]
+           "parse_value", "load_npy", "save_npy", "out_path", "DEFAULT_CHUNK"]
 
 #: Lanes (dot products) per numpy pass: large enough to amortise the per-operation Python
 #: overhead, small enough that the peak memory stays ~100-200 MB whatever the input size.
@@ -199,8 +200,11 @@ def _shape_err(where, what, got, want) -> ValueError:
 
 
 def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, theory=None,
-             chunk: int = DEFAULT_CHUNK, meta=None) -> np.ndarray:
-    """Raw bits of D = A*B + C for the instruction (see the module docstring)."""
+             chunk: int = DEFAULT_CHUNK, meta=None, device: str = "cpu") -> np.ndarray:
+    """Raw bits of D = A*B + C for the instruction (see the module docstring).
+
+    device: "cpu", "cuda" (the same trace on an NVIDIA GPU, mmaformal.cuda; ValueError when
+    there is none) or "auto" (CUDA when usable and the trace has a CUDA form, else CPU)."""
     ins = isa.lookup(instr) if not isinstance(instr, Instruction) else instr
     th = _theory.default().resolve(ins, theory)
     name = ins.name
@@ -269,6 +273,11 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
     if ins.scale:
         SAb = np.broadcast_to(SA, batch + SA.shape[-2:])
         SBt = np.swapaxes(np.broadcast_to(SB, batch + SB.shape[-2:]), -1, -2)
+    if device != "cpu" and _on_gpu(th, ins, device):
+        from . import cuda
+        out.reshape(-1, M * N)[:] = cuda.simulate_tiles(
+            th, ins, Ab, Bt, Cb, SAb if ins.scale else None, SBt if ins.scale else None)
+        return out
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
     flat = out.reshape(-1)
     chunk = max(1, int(chunk))
@@ -344,6 +353,19 @@ def _simulate_sparse(th, ins, Ab, Eb, Bt, Cb, out, chunk):
     return out
 
 
+def _on_gpu(th, ins, device: str) -> bool:
+    """Whether to run on the GPU: "cuda" demands it (ValueError naming why not), "auto" takes
+    it when a GPU is usable and the trace has a CUDA form."""
+    from . import cuda
+    dev, _ = cuda.resolve_device(device)
+    if dev == "cpu":
+        return False
+    ok, why = cuda.supported(th, ins)
+    if not ok and device == "cuda":
+        raise ValueError(f"{ins.name}: no GPU form of theory {th.id} ({why})")
+    return ok
+
+
 def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
     """The compiled path: tiles are expanded to lanes with contiguous copies (np.repeat /
     broadcast), lane order (tile, i, j) as in `out`; the kernel reads strided columns."""
@@ -396,18 +418,27 @@ def load_npy(path: str | None, what: str):
         raise ValueError(f"{what}: cannot read {path!r} as .npy ({first})") from None
 
 
-def save_npy(path: str, D: np.ndarray) -> str:
-    """Write D to path (--out) as numpy does (.npy appended when missing); the path written."""
+def out_path(path: "str | os.PathLike") -> str:
+    """The file an --out names, checked before anything runs: a directory (or a path ending in
+    a separator) is an error (never DIR.npy beside it); ".npy" is appended when missing, as
+    numpy does."""
     from pathlib import Path
-    out = Path(path)
-    if out.is_dir() or path.endswith(("/", os.sep)):
-        raise ValueError(f"--out: {path!r} is a directory; name the file to write "
+    text = os.fspath(path)
+    out = Path(text)
+    if out.is_dir() or text.endswith(("/", os.sep)):
+        raise ValueError(f"--out: {text!r} is a directory; name the file to write "
                          f"(e.g. {str(out / 'd.npy')!r})")
+    return text if out.suffix == ".npy" else text + ".npy"
+
+
+def save_npy(path: str, D: np.ndarray) -> str:
+    """Write D to path (--out; `out_path` checks it); the path written."""
+    target = out_path(path)
     try:
-        np.save(out, D)
+        np.save(target, D)
     except OSError as e:
         raise ValueError(f"--out: cannot write {path!r}: {e.strerror or e}") from None
-    return str(out) if out.suffix == ".npy" else str(out) + ".npy"
+    return target
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
 May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
-mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3 at module level (the simulator path imports this module).
+mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3
+at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -19,6 +20,7 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
                                 # catalog names or fnmatch patterns; each must match something
     model = "fdpa"              # "fdpa" | "fma" | "ftz_addmul" | "int" (integer MMA:
                                 # mma.int_chain, op "int_chain", L = block length of sat_at "step")
+                                # | "fpu" (compiler-emulated on the FP32 pipe: mma.fpu_dot)
     op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
     L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
     status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"
@@ -83,9 +85,9 @@ __all__ = [
 #: the theory files: $MMAFORMAL_THEORIES, else the shipped theories/ (mmaformal.paths)
 THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES") or paths.shipped("theories"))
 
-MODELS = ("fdpa", "fma", "ftz_addmul", "int")
+MODELS = ("fdpa", "fma", "ftz_addmul", "int", "fpu")
 FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
-_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "int": "int_chain"}
+_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "int": "int_chain", "fpu": "fpu_dot"}
 STATUSES = ("hypothesis", "corroborated", "refuted")
 K_ORDERS = ("natural", "mod4-pairs")
 ACCUMULATE = ("fused", "add")
@@ -369,6 +371,8 @@ class Theory:
             return mma.fma_chain(a, b, c, f=fa, **params)
         if self.model == "ftz_addmul":
             return mma.ftz_addmul(a, b, c, fa, fb, fc=ins.c, **params)
+        if self.model == "fpu":
+            return mma.fpu_dot(a, b, c, f=fa, fc=ins.c, out=ins.d, **params)
         if self.model == "int":
             return mma.int_chain(a, b, c, fa, fb, ins.c, self.L, ins.satfinite, ins.bop, **params)
         # FDPA: blocks of L chained through the accumulator (Algorithm 5)
@@ -565,6 +569,13 @@ def _check_fit(t: Theory, ins: Instruction) -> None:
                              f"{fa}, {fb}, {ins.c}, {ins.d}")
         if ins.scale:
             raise ValueError(f"{w}: model fma does not take scale factors")
+        return
+    if t.model == "fpu":
+        if fa != fb or not _exact_in(ins.c, fa) or ins.scale:
+            raise ValueError(f"{w}: model fpu needs a = b (after convert), c exact in it and no "
+                             f"scale factors, got {fa}, {fb}, {ins.c}")
+        if ins.k % p["G"]:
+            raise ValueError(f"{w}: G = {p['G']} does not divide K = {ins.k}")
         return
     if t.model == "ftz_addmul":
         if fa not in ("f16", "bf16") or fb != fa or ins.c != "f32" or ins.d != "f32":

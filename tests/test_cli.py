@@ -330,6 +330,9 @@ def test_simulate_rejects_float_nan_and_directory_out(capsys, tmp_path):
     d.mkdir()
     bad(capsys, *args, "--out", str(d), match="is a directory")
     bad(capsys, *args, "--out", str(tmp_path / "missing") + "/", match="is a directory")
+    # hw run checks its --out before it looks for a GPU
+    bad(capsys, "hw", "run", H16, "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "b.npy"),
+        "--c", str(tmp_path / "c.npy"), "--out", str(d), match="is a directory")
     assert not (tmp_path / "outdir.npy").exists() and not (tmp_path / "missing.npy").exists()
 
 

@@ -41,8 +41,9 @@ def test_covered_list():
 def test_tables_are_bijections(name):
     s = kernels.spec(name)
     t = kernels.operand_tables(name)
-    for role, (r, c) in (("a", (s.m, s.k)), ("b", (s.k, s.n)), ("c", (s.m, s.n))):
-        assert np.array_equal(np.sort(t[role]), np.arange(r * c)), role
+    for role, (r, c) in (("a", (s.m, s.a_cols)), ("b", (s.k, s.n)), ("c", (s.m, s.n)),
+                         ("d", (s.m, s.n))):
+        assert np.array_equal(np.sort(t[role]), np.arange(s.group * r * c)), role
     # register images: whole 32-bit words per thread
     per_thread_bytes = len(t["c"]) * s.storage("c").itemsize // s.threads
     assert per_thread_bytes % 4 == 0
@@ -60,6 +61,19 @@ def test_documented_fragment_examples():
     assert [divmod(x, 8) for x in b] == [(2, 1), (3, 1), (10, 1), (11, 1)]
     c = [t["c"][w * 32 + lane] for w in range(4)]
     assert [divmod(x, 8) for x in c] == [(1, 2), (1, 3), (9, 2), (9, 3)]
+    # PTX ISA m8n8k4 f16 (quad-pairs): lane 21 is in quad-pair 1 (tile 1), high group, so it
+    # holds row 5 of A (a0..a3 = k 0..3), column 5 of B; f32 C element i=6: row (21&1)+(6&2)+4
+    # = 7, col (6&4)+(21&2)+(6&1) = 4; f16 C element i=6: row 5, col 6.
+    t = kernels.operand_tables("sm90/mma.m8n8k4.f32.f16.f16.f16")
+    lane = 21
+    a = [t["a"][(w * 32 + lane) * 2 + h] for w in range(2) for h in range(2)]
+    assert [(x // 32, divmod(x % 32, 4)) for x in a] == [(1, (5, k)) for k in range(4)]
+    b = [t["b"][(w * 32 + lane) * 2 + h] for w in range(2) for h in range(2)]
+    assert [(x // 32, divmod(x % 32, 8)) for x in b] == [(1, (k, 5)) for k in range(4)]
+    d6 = int(t["d"][6 * 32 + lane])
+    assert (d6 // 64, divmod(d6 % 64, 8)) == (1, (7, 4))
+    c6 = int(t["c"][(3 * 32 + lane) * 2 + 0])
+    assert (c6 // 64, divmod(c6 % 64, 8)) == (1, (5, 6))
     # wgmma D: thread 37 (warp 1, lane 5) element 4 -> row 17, col 10
     t = kernels.operand_tables("sm90/wgmma.m64n16k16.f32.f16.f16")
     assert divmod(int(t["c"][4 * 128 + 37]), 16) == (17, 10)

@@ -37,7 +37,8 @@ def test_every_sm90_instruction_corroborated():
         r = json.loads(rec.read_text())
         if r["tests"] >= 10_000_000 and r["mismatches"] == 0:
             clean.setdefault(r["instruction"], set()).add(r["theory"])
-    for name in PRESETS["sm90"]:
+    # issue 14: f16 mma.m8n8k4, integer mma and integer wgmma (H100, 2026-11-24) as well
+    for name in PRESETS["sm90"] + PRESETS["sm90-m8n8k4"] + PRESETS["sm90-int"]:
         th = theory.resolve(name)
         assert th.status == "corroborated", f"{name}: {th.id} is {th.status}"
         assert th.id in clean.get(name, ()), f"{name}: no clean 10^7 campaign of {th.id}"
@@ -64,8 +65,22 @@ def test_replay(rec):
         B[0, :, 0] = [int(x, 16) for x in cx["b"]]
         C[0, 0, 0] = int(cx["c"], 16)
         cex_bad += int(simulate(name, A, B, C)[0, 0, 0]) != int(cx["hardware"], 16)
+    # a rival counted in the campaign: its stored counterexamples still refute it
+    for tid, rv in r.get("rivals", {}).items():
+        if not rv["counterexamples"]:
+            continue
+        bad = 0
+        for cx in rv["counterexamples"]:
+            A = np.zeros((1, ins.m, ins.k), DT[fp.fmt(ins.a).storage])
+            B = np.zeros((1, ins.k, ins.n), DT[fp.fmt(ins.b).storage])
+            C = np.zeros((1, ins.m, ins.n), DT[fp.fmt(ins.c).storage])
+            A[0, 0] = [int(x, 16) for x in cx["a"]]
+            B[0, :, 0] = [int(x, 16) for x in cx["b"]]
+            C[0, 0, 0] = int(cx["c"], 16)
+            bad += int(simulate(name, A, B, C, theory=tid)[0, 0, 0]) != int(cx["hardware"], 16)
+        assert bad > 0 and theory.default().get(tid).status == "refuted", (name, tid)
     if th.status == "corroborated":
-        assert mism == 0 and cex_bad == 0, f"{name}: {th.id} no longer reproduces the H200"
+        assert mism == 0 and cex_bad == 0, f"{name}: {th.id} no longer reproduces the hardware"
     else:
         assert th.status == "refuted"
         assert mism + cex_bad > 0, f"{name}: {th.id} is marked refuted but fits every record"
@@ -84,3 +99,64 @@ def test_zero_exponent_probes():
         t = base.replace(zero_exp=other, id="probe.rival")
         d = simulate(name, z[name + "|a"], z[name + "|b"], z[name + "|c"], theory=t)[:, 0, 0]
         assert [hex(int(x)) for x in d] != hw[name], other
+
+
+SPARSE = ROOT / "2026-11-24-h100-issue14-sparse"
+SPARSE_RECORDS = sorted(p for p in SPARSE.glob("sm90_*.json"))
+
+
+@pytest.mark.parametrize("rec", SPARSE_RECORDS, ids=lambda p: p.stem)
+def test_sparse_digest_record(rec):
+    """Digest-recorded mma.sp campaigns (H100, 2026-11-24): the kept hardware tiles are
+    reproduced by the primary theory ("selected": only the K/2 kept products are summed) and,
+    for floating-point forms, refute the rival ("dense": all K with zeros)."""
+    from mmaformal.hw import record
+    r = json.loads(rec.read_text())
+    name = r["instruction"]
+    assert r["tests"] >= 10_000_000 and len(r["classes"]) == 10
+    assert all(len(v["sha256"]) == 64 for v in r["classes"].values())
+    z = np.load(rec.with_suffix(".npz"))
+    th = theory.resolve(name)
+    rivals = [t for t in th.competes_with if record._safe_claims(theory, t, name)]
+
+    def mism(tid):
+        fn = record.theory_fn(name, tid)
+        n = 0
+        for k in sorted({x.rsplit(".", 1)[0] for x in z.files}):
+            A = z[k + ".a"]
+            meta = np.ascontiguousarray(np.broadcast_to(z[k + ".meta"][:, None, :], A.shape))
+            n += int((fn(A, meta, z[k + ".b"], z[k + ".c"]) != z[k + ".d"]).sum())
+        return n
+
+    assert mism(th.id) == 0, f"{name}: {th.id} does not reproduce the H100 tiles"
+    for tid in rivals:
+        assert mism(tid) > 0, f"{name}: rival {tid} fits every kept tile"
+
+
+def test_sparse_dropped_positions_probe():
+    """Inf or NaN in the B rows that the metadata drops never reach D (H100): the hardware
+    multiplies only the K/2 selected rows, as the primary sparse theories say."""
+    hw = json.loads((ROOT / "sparse-dropped-probe-2026-11-24-h100.json").read_text())
+    assert len(hw) == 24
+    for name, r in hw.items():
+        k_half = int(r["want_if_selected_only"].split("=")[1].split()[0])
+        out = fp.fmt(isa.lookup(name).d)
+        for key in ("dropped_b_nan", "dropped_b_inf"):
+            if key in r:
+                (bits,) = r[key]
+                assert int(bits, 16) == int(np.float64(k_half).astype(
+                    np.float16 if out.name == "f16" else np.float32).view(
+                    np.uint16 if out.name == "f16" else np.uint32)), (name, key)
+
+
+def test_sparse_digest_verdicts_current():
+    """The full 10^7 digest replays (digest-replay.json) were made with today's primary theory:
+    a changed theory makes the verdict stale and this test fails until it is replayed again
+    (python3 -m mmaformal.hw.record --replay ... --primary-only)."""
+    v = json.loads((SPARSE / "digest-replay.json").read_text())["verdicts"]
+    names = {json.loads(p.read_text())["instruction"] for p in SPARSE_RECORDS}
+    assert set(v) <= names and len(v) >= 55
+    for name, r in v.items():
+        th = theory.resolve(name)
+        assert r["theory"] == th.id and r["theory_hash"] == th.hash(), name
+        assert r["all_equal"] and len(r["classes_equal"]) == 10, name

@@ -21,18 +21,24 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "mmaformal"
+import mmaformal
+
+#: the package under test (the checkout's mmaformal/, or the installed one's when the tests run
+#: against a wheel)
+ROOT = Path(mmaformal.__file__).resolve().parent
 
 #: DESIGN.md "Layers": the layer of each module (the first matching prefix wins). _cache (a
 #: content-keyed file cache), paths (where data is read and written; stdlib only) and compile
 #: (the compiled back-end of the bits vocabulary) sit with
-#: bits; every other module is a front end.
+#: bits; sparse (the metadata rule of the sparse instructions) sits with isa and theory; every
+#: other module is a front end.
 LAYERS = [
     ("mmaformal._cache", 1), ("mmaformal.paths", 1), ("mmaformal.bits", 1),
     ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
-    ("mmaformal.isa", 4), ("mmaformal.theory", 4), ("mmaformal.sparse", 4),
+    ("mmaformal.isa", 4), ("mmaformal.theory", 4),
+    ("mmaformal.sparse", 4),        # the sparse metadata rule, beside isa and theory (issue 14)
     ("mmaformal", 5),
 ]
 

@@ -128,13 +128,13 @@ def test_cli_store_flag_before_or_after_the_verb(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
-    r = _cli("--store", str(a), "distinguish", H80, H90, "--save", env={ENV: str(b)})
+    r = _cli("--store", str(a), "distinguish", H80, H90, "--raw", "--save", env={ENV: str(b)})
     assert r.returncode == 0, r.stderr
     saved = list(a.glob("counterexamples/distinguish/*.json"))
     assert len(saved) == 1 and not list(b.iterdir())            # the flag wins over $ENV
     rec = json.loads(saved[0].read_text())
     assert [m["theory"] for m in rec["models"]] == ["sm80.f16.f32", "sm90.f16.f32"]
-    r = _cli("distinguish", H80, H90, "--save", f"--store={b}")
+    r = _cli("distinguish", H80, H90, "--raw", "--save", f"--store={b}")
     assert r.returncode == 0, r.stderr
     assert len(list(b.glob("counterexamples/distinguish/*.json"))) == 1
 
@@ -143,9 +143,9 @@ def test_cli_store_flag_before_or_after_the_verb(tmp_path):
 def test_cli_missing_or_unwritable_store_exits_2(tmp_path, how):
     for bad in (tmp_path / "missing", _unwritable_dir(tmp_path)):
         if how == "flag":
-            r = _cli("--store", str(bad), "distinguish", H80, H90, "--save")
+            r = _cli("--store", str(bad), "distinguish", H80, H90, "--raw", "--save")
         else:
-            r = _cli("distinguish", H80, H90, "--save", env={ENV: str(bad)})
+            r = _cli("distinguish", H80, H90, "--raw", "--save", env={ENV: str(bad)})
         assert r.returncode == 2, (r.stdout, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
         assert str(bad) in r.stderr and ("no such directory" in r.stderr or "not writable" in r.stderr)
@@ -211,3 +211,56 @@ def test_version_lists_package_and_solvers(monkeypatch):
     r = _cli("--version")
     assert r.returncode == 0 and r.stdout.startswith(f"mmaformal {__version__}\n")
     assert "z3 " in r.stdout and "bitwuzla " in r.stdout and "cvc5 " in r.stdout
+
+
+def test_hw_validate_records_into_the_store_by_default(tmp_path, monkeypatch):
+    """No GPU here: the runner says one is there and validate.main is replaced by a recorder, so
+    this checks where `hw validate` without --out sends its records."""
+    from mmaformal import cli
+    from mmaformal.hw import runner, validate
+    seen = []
+    monkeypatch.setattr(runner, "available", lambda: (True, ""))
+    monkeypatch.setattr(validate, "main", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--tests", "8"]) == 0
+    out = Path(seen[0][seen[0].index("--out") + 1])
+    assert out.parent == tmp_path.resolve() / "counterexamples" / "hw"
+    assert out.name.endswith("-validate")
+    assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--out", "x"]) == 0
+    assert seen[1][seen[1].index("--out") + 1] == "x"
+    monkeypatch.setattr(runner, "available", lambda: (False, "no CuPy"))
+    assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32"]) == 2
+    assert len(seen) == 2 and not list((tmp_path / "counterexamples").glob("hw/*"))
+
+
+def test_pyproject_packages_cover_the_tree():
+    """Every package folder of mmaformal/ is in pyproject's explicit package list (a new
+    sub-package left out would be missing from the wheel), and the shipped folders are mapped."""
+    co = paths.checkout()
+    if co is None:
+        pytest.skip("runs in a checkout (pyproject.toml)")
+    import tomllib
+    st = tomllib.loads((co / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(st["packages"])
+    found = {".".join(p.parent.relative_to(co).parts) for p in (co / "mmaformal").rglob("__init__.py")}
+    assert found <= listed, f"not in pyproject.toml [tool.setuptools] packages: {sorted(found - listed)}"
+    for name in ("theories", "proofs", "counterexamples"):
+        assert st["package-dir"][f"mmaformal._data.{name}"] == name
+        assert f"mmaformal._data.{name}" in listed
+
+
+def test_proof_record_checker_finds_lemmas_in_the_store_and_shipped(tmp_path, monkeypatch):
+    """mmaformal.query.proofs.check_record on a shipped decomposed proof (its lemmas in the
+    shipped proofs/cache), and on a copy in a store that has no proofs/cache of its own."""
+    from mmaformal.query import proofs
+    monkeypatch.setenv(ENV, str(tmp_path))
+    path = next(p for p in sorted(paths.shipped("proofs").glob("symmetry/*.json"))
+                if json.loads(p.read_text()).get("method") == "decomposed")
+    rec = json.loads(path.read_text())
+    assert proofs.check_record(path, rec) == []
+    copy = tmp_path / "proofs" / "symmetry" / path.name
+    copy.parent.mkdir(parents=True)
+    copy.write_text(path.read_text())
+    assert proofs.check_record(copy, rec) == []
+    bad = dict(rec, parts=[dict(rec["parts"][0], sha256="0" * 64)])
+    assert any("missing from proofs/cache" in x for x in proofs.check_record(copy, bad))

@@ -20,7 +20,8 @@ Sources:
   (A100): a single product of operands initialised in the operand format is exact (zero error
   against the FP32 CPU result) for bf16, f16 and tf32; with f16 C/D (Table 14) the product equals
   the CPU FP32 result rounded to f16.
-- Seed 002 Table 8 and Figure 3 are in tests/test_table8.py (their counts are in README).
+- Seed 002 Table 8 is in tests/test_table8.py, its Figure 3 (CDNA3 bias, a statistic) in
+  tests/test_accuracy.py.
 """
 from __future__ import annotations
 

@@ -54,6 +54,7 @@ def test_module_layering():
         elif isinstance(node, ast.Import):
             absolute |= {a.name.split(".")[0] for a in node.names}
     # _cache, paths: stdlib-only table cache and data locations; sparse: the metadata rule
+    # (layer 4c: isa, fp, bits, numpy; imported lazily)
     assert rel <= {"isa", "mma", "fp", "bits", "_cache", "paths", "sparse"}, rel
     assert not absolute & {"z3", "numpy", "mmaformal"}, absolute
 

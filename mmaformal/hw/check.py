@@ -53,6 +53,11 @@ def _representable(v: int, fmt: str) -> bool:
 
 def exact_ints(fmt: str, count: int) -> list[int]:
     """The ``count`` smallest positive integers exactly representable in ``fmt``."""
+    if fmt in _INT:
+        width, signed = _INT[fmt]
+        if count > (1 << (width - signed)) - 1:
+            raise ValueError(f"{fmt} has fewer than {count} positive integers")
+        return list(range(1, count + 1))
     out, v = [], 1
     while len(out) < count:
         if v > _MAXINT[fmt]:
@@ -63,8 +68,21 @@ def exact_ints(fmt: str, count: int) -> list[int]:
     return out
 
 
+#: integer formats: (bits, signed)
+_INT = {"s8": (8, True), "u8": (8, False), "s4": (4, True), "u4": (4, False), "b1": (1, False),
+        "s32": (32, True)}
+
+
 def encode_ints(values, fmt: str) -> np.ndarray:
-    """Bit patterns (storage dtype of ``fmt``) of exactly representable integers."""
+    """Bit patterns (storage dtype of ``fmt``) of exactly representable integers (integer
+    formats: two's complement in the low bits, one element per storage word)."""
+    if fmt in _INT:
+        bits, signed = _INT[fmt]
+        v = np.asarray(values, dtype=np.int64)
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        if v.size and (v.min() < lo or v.max() > hi):
+            raise ValueError(f"values outside {lo}..{hi} are not {fmt}")
+        return (v & ((1 << bits) - 1)).astype(kernels.STORAGE_DTYPE[fmt])
     w, t, bias = _LAYOUT[fmt]
     v = np.asarray(values, dtype=np.int64)
     flat = v.reshape(-1)
@@ -82,6 +100,12 @@ def encode_ints(values, fmt: str) -> np.ndarray:
 
 def decode_ints(bits, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """(integer values, ok) of bit patterns; ok is False for Inf/NaN and non-integers."""
+    if fmt in _INT:
+        width, signed = _INT[fmt]
+        v = np.asarray(bits).astype(np.int64) & ((1 << width) - 1)
+        if signed:
+            v = np.where(v >= (1 << (width - 1)), v - (1 << width), v)
+        return v, np.ones(v.shape, bool)
     w, t, bias = _LAYOUT[fmt]
     b = np.asarray(bits).astype(np.uint64)
     s = (b >> np.uint64(w + t)) & np.uint64(1)
@@ -107,14 +131,44 @@ def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
     """Exact small-integer tiles through the GPU vs. the integer product; (ok, message)."""
     s = kernels.spec(name)
     rng = np.random.default_rng(seed)
-    A = rng.integers(-4, 5, size=(tiles, s.m, s.k))
-    B = rng.integers(-4, 5, size=(tiles, s.k, s.n))
+
+    def ints(fmt, size):
+        if fmt in ("u8", "u4"):
+            return rng.integers(0, 9, size=size)
+        if fmt == "b1":
+            return rng.integers(0, 2, size=size)
+        return rng.integers(-4, 5, size=size)
+
+    A = ints(s.atype, (tiles, s.m, s.k))
+    B = ints(s.btype, (tiles, s.k, s.n))
     C = rng.integers(-16, 17, size=(tiles, s.m, s.n))
     # tile 0: distinct entries along k expose k-swaps inside a row of A
-    A[0] = (np.arange(s.k) % 9 - 4)[None, :] * np.where(np.arange(s.m) % 2, 1, -1)[:, None]
-    want = np.matmul(A, B) + C
-    d = runner.run(s.name, encode_ints(A, s.atype), encode_ints(B, s.btype),
-                   encode_ints(C, s.ctype), desc=desc)
+    if s.atype == "b1":
+        A[0] = (np.arange(s.k)[None, :] * (np.arange(s.m)[:, None] + 1) // 3) % 2
+    elif s.atype in ("u8", "u4"):
+        A[0] = (np.arange(s.k) % 9)[None, :] * np.ones((s.m, 1), int)
+    else:
+        A[0] = (np.arange(s.k) % 9 - 4)[None, :] * np.where(np.arange(s.m) % 2, 1, -1)[:, None]
+    meta = None
+    if s.sparse:  # keep one random pattern per tile (warp-uniform metadata), zero the rest
+        from . import sparse  # noqa: PLC0415
+        g, kept, _ = sparse.group(s.atype)
+        pos = sparse.random_pos(s.atype, s.k, tiles, rng)[:, None, :]
+        meta = np.broadcast_to(pos, (tiles, s.m, s.k // 2)).astype(np.uint8)
+        comp = np.take_along_axis(A.reshape(tiles, s.m, s.k // g, g),
+                                  np.broadcast_to(meta.reshape(tiles, s.m, s.k // g, kept).astype(np.int64),
+                                                  (tiles, s.m, s.k // g, kept)), -1)
+        comp = comp.reshape(tiles, s.m, s.k // 2)
+        A = sparse.expand(comp, meta, s.atype).astype(np.int64)
+        a_in = encode_ints(comp, s.atype)
+    else:
+        a_in = encode_ints(A, s.atype)
+    if s.bop == "xor":
+        want = np.matmul(A, 1 - B) + np.matmul(1 - A, B) + C
+    else:
+        want = np.matmul(A, B) + C
+    d = runner.run(s.name, a_in, encode_ints(B, s.btype), encode_ints(C, s.ctype), desc=desc,
+                   **({"meta": meta} if meta is not None else {}))
     got, ok = decode_ints(d, s.dtype)
     bad = ~ok | (got != want)
     n_bad = int(bad.sum())
@@ -128,9 +182,144 @@ def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
 
 
 def _nonzero_bits(x, fmt: str):
+    if fmt in _INT:
+        return x != 0
     w, t, _ = _LAYOUT[fmt]
     mask = (1 << (w + t)) - 1  # all but the sign bit
     return (x & x.dtype.type(mask)) != 0
+
+
+class _Probe:
+    """The GPU side of `layout_probe` for one instruction: one-hot operand images launched in
+    chunks of `chunk` tiles, and the D slots each one reaches."""
+
+    def __init__(self, name: str, desc, chunk: int):
+        self.cp = runner._cupy()
+        self.s = kernels.spec(name)
+        self.tabs = kernels.operand_tables(self.s.name)
+        self.na, self.nb, self.nc = len(self.tabs["a"]), len(self.tabs["b"]), len(self.tabs["c"])
+        self.one_a = encode_ints([1], self.s.atype)[0]
+        self.one_b = encode_ints([1], self.s.btype)[0]
+        self.nd = len(self.tabs["d"])      # D slots (c and d of different formats: own table)
+        self.desc, self.chunk = desc, chunk
+
+    def launch(self, a_img, b_img):
+        c_img = self.cp.zeros((a_img.shape[0], self.nc), dtype=self.s.storage("c"))
+        return runner.run_images(self.s.name, a_img, b_img, c_img, self.desc)
+
+    def onehot(self, n, lo, hi, one, dt):
+        cp = self.cp
+        x = cp.zeros((hi - lo, n), dtype=dt)
+        x[cp.arange(hi - lo), cp.arange(lo, hi)] = one
+        return x
+
+    def hits(self, operand: str) -> np.ndarray:
+        """Step 1 (operand "a": A one-hot, B ones) or step 2 ("b": B one-hot, A ones):
+        [(slot, D slot)] of every non-zero output."""
+        cp, s = self.cp, self.s
+        n = self.na if operand == "a" else self.nb
+        out = []
+        for lo in range(0, n, self.chunk):
+            hi = min(n, lo + self.chunk)
+            if operand == "a":
+                d = self.launch(self.onehot(self.na, lo, hi, self.one_a, s.storage("a")),
+                                cp.full((hi - lo, self.nb), self.one_b, dtype=s.storage("b")))
+            else:
+                d = self.launch(cp.full((hi - lo, self.na), self.one_a, dtype=s.storage("a")),
+                                self.onehot(self.nb, lo, hi, self.one_b, s.storage("b")))
+            t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
+            out.append(np.stack([t.get() + lo, p.get()], 1))
+        return np.concatenate(out)
+
+    def partners(self, b_col, n_cols: int, d_col, problems: list) -> dict:
+        """Step 3: A one-hot against B codes distinct within each column class: for each A slot,
+        the B slots that share its k."""
+        cp, s = self.cp, self.s
+        codes = exact_ints(s.btype, s.k)
+        b_code = np.zeros(self.nb, dtype=np.int64)
+        members = {c: np.flatnonzero(b_col == c) for c in range(n_cols)}
+        for c, mem in members.items():
+            b_code[mem] = [codes[i] if i < len(codes) else 0 for i in range(len(mem))]
+        b3 = cp.asarray(encode_ints(b_code, s.btype))
+        partner: dict = {}
+        for lo in range(0, self.na, self.chunk):
+            hi = min(self.na, lo + self.chunk)
+            d = self.launch(self.onehot(self.na, lo, hi, self.one_a, s.storage("a")),
+                            cp.broadcast_to(b3, (hi - lo, self.nb)))
+            t_, p_ = cp.nonzero(_nonzero_bits(d, s.dtype))
+            raw = d[t_, p_].get()
+            t, p = t_.get(), p_.get()
+            vals, ok = decode_ints(raw, s.dtype)
+            for ti, pi, v, o in zip(t, p, vals, ok):
+                c = d_col[pi]
+                if not o or v not in codes or c < 0:
+                    problems.append(f"step 3: A slot {ti + lo} gave bad D slot {pi}")
+                    continue
+                mem = members[c]
+                partner.setdefault(int(ti + lo), []).append(int(mem[codes.index(int(v))]))
+        return partner
+
+
+def _classes(pairs, nslots, what, want_members, want_dslots, problems: list):
+    """Slots grouped by the set of D slots they reach: (class of each slot, the D-slot set of
+    each class); a count or size other than wanted is a problem."""
+    sets: list[list[int]] = [[] for _ in range(nslots)]
+    for slot, ds in pairs:
+        sets[slot].append(int(ds))
+    key_of, cls = {}, np.full(nslots, -1)
+    for slot in range(nslots):
+        k = tuple(sorted(sets[slot]))
+        cls[slot] = key_of.setdefault(k, len(key_of))
+    keys = list(key_of)
+    sizes = np.bincount(cls, minlength=len(keys))
+    if any(len(k) != want_dslots for k in keys) or any(sz != want_members for sz in sizes):
+        problems.append(f"{what}: {len(keys)} classes, sizes {sorted(set(sizes.tolist()))}, "
+                        f"D slots per class {sorted({len(k) for k in keys})} (want "
+                        f"{want_members} slots and {want_dslots} D slots each)")
+    return cls, keys
+
+
+def _k_classes(partner: dict, na: int, nb: int, k: int, problems: list):
+    """A slots grouped by their set of partner B slots (the k classes), and each B slot's."""
+    k_of_a = np.full(na, -1)
+    k_of_b = np.full(nb, -1)
+    kkeys: dict = {}
+    for sa in range(na):
+        key = tuple(sorted(partner.get(sa, [])))
+        k_of_a[sa] = kkeys.setdefault(key, len(kkeys))
+        for sb in key:
+            k_of_b[sb] = k_of_a[sa]
+    if len(kkeys) != k:       # grouped forms: k of different tiles are distinct labels
+        problems.append(f"k classes: {len(kkeys)} (want {k})")
+    return k_of_a, k_of_b
+
+
+def _compare_declared(s, tabs, obs: dict, problems: list) -> None:
+    """The observed row/column/k classes against the declared tables (labels up to a
+    bijection)."""
+    # grouped forms (several tiles per warp): rows, columns and k of different tiles are
+    # distinct labels
+    ta, tb, tc = tabs["a"], tabs["b"], tabs["d"]
+    kn, mn = s.k * s.n, s.m * s.n
+    decl = {
+        "A rows": (obs["a_row"], ta // s.k), "A k": (obs["a_k"], (ta // (s.m * s.k)) * s.k + ta % s.k),
+        "B cols": (obs["b_col"], (tb // kn) * s.n + tb % s.n), "B k": (obs["b_k"], tb // s.n),
+        "D rows": (obs["d_row"], tc // s.n), "D cols": (obs["d_col"], (tc // mn) * s.n + tc % s.n),
+    }
+    maps: dict[str, dict] = {"row": {}, "col": {}, "k": {}}
+    kind = {"A rows": "row", "D rows": "row", "B cols": "col", "D cols": "col",
+            "A k": "k", "B k": "k"}
+    for what, (o_, dec) in decl.items():
+        mp = maps[kind[what]]
+        bad = 0
+        for o, d_ in zip(o_.tolist(), dec.tolist()):
+            if mp.setdefault(o, d_) != d_:
+                bad += 1
+        if bad:
+            problems.append(f"{what}: {bad} slots disagree with the declared table")
+    for k_, mp in maps.items():
+        if len(set(mp.values())) != len(mp):
+            problems.append(f"{k_} labels: observed classes do not map one-to-one to declared")
 
 
 def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 1024) -> dict:
@@ -140,125 +329,26 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
     Step 2: B = one-hot slot, A = ones -> the D slots of that slot's column.
     Step 3: A = one-hot slot, B = per-column distinct codes -> which B slot shares its k.
     """
-    cp = runner._cupy()
-    s = kernels.spec(name)
-    tabs = kernels.operand_tables(s.name)
-    na, nb, nc = len(tabs["a"]), len(tabs["b"]), len(tabs["c"])
-    one_a = encode_ints([1], s.atype)[0]
-    one_b = encode_ints([1], s.btype)[0]
-
-    def launch(a_img, b_img):
-        c_img = cp.zeros((a_img.shape[0], nc), dtype=s.storage("c"))
-        return runner.run_images(s.name, a_img, b_img, c_img, desc)
-
-    def onehot(n, lo, hi, one, dt):
-        x = cp.zeros((hi - lo, n), dtype=dt)
-        x[cp.arange(hi - lo), cp.arange(lo, hi)] = one
-        return x
-
-    # step 1 and 3 (A one-hot), step 2 (B one-hot)
-    rows_of_a, rows_of_b = [], []
-    for lo in range(0, na, chunk):
-        hi = min(na, lo + chunk)
-        d = launch(onehot(na, lo, hi, one_a, s.storage("a")),
-                   cp.full((hi - lo, nb), one_b, dtype=s.storage("b")))
-        t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
-        rows_of_a.append(np.stack([t.get() + lo, p.get()], 1))
-    for lo in range(0, nb, chunk):
-        hi = min(nb, lo + chunk)
-        d = launch(cp.full((hi - lo, na), one_a, dtype=s.storage("a")),
-                   onehot(nb, lo, hi, one_b, s.storage("b")))
-        t, p = cp.nonzero(_nonzero_bits(d, s.dtype))
-        rows_of_b.append(np.stack([t.get() + lo, p.get()], 1))
-    pa = np.concatenate(rows_of_a)
-    pb = np.concatenate(rows_of_b)
+    pr = _Probe(name, desc, chunk)
+    s, na, nb, nd = pr.s, pr.na, pr.nb, pr.nd
+    pa, pb = pr.hits("a"), pr.hits("b")
     problems: list[str] = []
-
-    def classes(pairs, nslots, what, want_members, want_dslots):
-        sets: list[list[int]] = [[] for _ in range(nslots)]
-        for slot, ds in pairs:
-            sets[slot].append(int(ds))
-        key_of, cls = {}, np.full(nslots, -1)
-        for slot in range(nslots):
-            k = tuple(sorted(sets[slot]))
-            cls[slot] = key_of.setdefault(k, len(key_of))
-        keys = list(key_of)
-        sizes = np.bincount(cls, minlength=len(keys))
-        if any(len(k) != want_dslots for k in keys) or any(sz != want_members for sz in sizes):
-            problems.append(f"{what}: {len(keys)} classes, sizes {sorted(set(sizes.tolist()))}, "
-                            f"D slots per class {sorted({len(k) for k in keys})} (want "
-                            f"{want_members} slots and {want_dslots} D slots each)")
-        return cls, keys
-
-    a_row, row_keys = classes(pa, na, "rows of A slots", s.k, s.n)
-    b_col, col_keys = classes(pb, nb, "columns of B slots", s.k, s.m)
-    d_row = np.full(nc, -1)
-    d_col = np.full(nc, -1)
+    a_row, row_keys = _classes(pa, na, "rows of A slots", s.k, s.n, problems)
+    b_col, col_keys = _classes(pb, nb, "columns of B slots", s.k, s.m, problems)
+    d_row = np.full(nd, -1)
+    d_col = np.full(nd, -1)
     for r, k in enumerate(row_keys):
         d_row[list(k)] = r
     for c, k in enumerate(col_keys):
         d_col[list(k)] = c
-
-    # step 3: codes distinct within each column class of B
-    codes = exact_ints(s.btype, s.k)
-    b_code = np.zeros(nb, dtype=np.int64)
-    members = {c: np.flatnonzero(b_col == c) for c in range(len(col_keys))}
-    for c, mem in members.items():
-        b_code[mem] = [codes[i] if i < len(codes) else 0 for i in range(len(mem))]
-    b3 = cp.asarray(encode_ints(b_code, s.btype))
-    partner = {}
-    for lo in range(0, na, chunk):
-        hi = min(na, lo + chunk)
-        d = launch(onehot(na, lo, hi, one_a, s.storage("a")),
-                   cp.broadcast_to(b3, (hi - lo, nb)))
-        t_, p_ = cp.nonzero(_nonzero_bits(d, s.dtype))
-        raw = d[t_, p_].get()
-        t, p = t_.get(), p_.get()
-        vals, ok = decode_ints(raw, s.dtype)
-        for ti, pi, v, o in zip(t, p, vals, ok):
-            c = d_col[pi]
-            if not o or v not in codes or c < 0:
-                problems.append(f"step 3: A slot {ti + lo} gave bad D slot {pi}")
-                continue
-            mem = members[c]
-            partner.setdefault(int(ti + lo), []).append(int(mem[codes.index(int(v))]))
-    # k classes: A slots grouped by their set of partner B slots
-    k_of_a = np.full(na, -1)
-    k_of_b = np.full(nb, -1)
-    kkeys: dict = {}
-    for sa in range(na):
-        key = tuple(sorted(partner.get(sa, [])))
-        k_of_a[sa] = kkeys.setdefault(key, len(kkeys))
-        for sb in key:
-            k_of_b[sb] = k_of_a[sa]
-    if len(kkeys) != s.k:
-        problems.append(f"k classes: {len(kkeys)} (want {s.k})")
-
-    # compare with the declared tables (row/col/k labels up to a bijection)
-    ta, tb, tc = tabs["a"], tabs["b"], tabs["c"]
-    decl = {
-        "A rows": (a_row, ta // s.k), "A k": (k_of_a, ta % s.k),
-        "B cols": (b_col, tb % s.n), "B k": (k_of_b, tb // s.n),
-        "D rows": (d_row, tc // s.n), "D cols": (d_col, tc % s.n),
-    }
-    maps: dict[str, dict] = {"row": {}, "col": {}, "k": {}}
-    kind = {"A rows": "row", "D rows": "row", "B cols": "col", "D cols": "col",
-            "A k": "k", "B k": "k"}
-    for what, (obs, dec) in decl.items():
-        mp = maps[kind[what]]
-        bad = 0
-        for o, d_ in zip(obs.tolist(), dec.tolist()):
-            if mp.setdefault(o, d_) != d_:
-                bad += 1
-        if bad:
-            problems.append(f"{what}: {bad} slots disagree with the declared table")
-    for k_, mp in maps.items():
-        if len(set(mp.values())) != len(mp):
-            problems.append(f"{k_} labels: observed classes do not map one-to-one to declared")
+    partner = pr.partners(b_col, len(col_keys), d_col, problems)
+    k_of_a, k_of_b = _k_classes(partner, na, nb, s.group * s.k, problems)
+    obs = {"a_row": a_row, "a_k": k_of_a, "b_col": b_col, "b_k": k_of_b, "d_row": d_row,
+           "d_col": d_col}
+    _compare_declared(s, pr.tabs, obs, problems)
     ok = not problems
     msg = (f"{s.name}: one-hot probe {'agrees with' if ok else 'DISAGREES with'} the declared "
-           f"layout ({na} A slots, {nb} B slots, {nc} D slots)")
+           f"layout ({na} A slots, {nb} B slots, {nd} D slots)")
     if problems:
         msg += ": " + "; ".join(problems[:6])
-    return {"consistent": ok, "message": msg, "a_row": a_row, "a_k": k_of_a, "b_col": b_col,
-            "b_k": k_of_b, "d_row": d_row, "d_col": d_col}
+    return {"consistent": ok, "message": msg, **obs}

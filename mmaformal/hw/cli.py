@@ -1,6 +1,6 @@
 """`mmaformal hw run|validate`: the GPU front end's command-line verbs (layer 5).
 
-    mmaformal hw run INSTR --a A.npy --b B.npy --c C.npy --out D.npy
+    mmaformal hw run INSTR --a A.npy --b B.npy --c C.npy --out D.npy [--meta E.npy]
     mmaformal hw validate INSTR [...] --tests N [--classes a,b] [--seed S] [--out DIR]
 
 hw validate records the campaign in --out DIR, by default in the store's
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 
 from .. import isa
 
@@ -28,9 +27,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("instr")
     for k in ("a", "b", "c", "out"):
         r.add_argument(f"--{k}", required=True, type=Path)
+    r.add_argument("--meta", type=Path, help="sparse forms: kept positions (uint8, the compressed "
+                   "A's shape); without it A is dense with the allowed zeros")
     v = hs.add_parser("validate", help="random CLFP-class tests on the GPU against the theory")
     v.add_argument("instr", nargs="*")
-    v.add_argument("--preset", choices=["sm90"])
+    v.add_argument("--preset", choices=["sm90", "sm90-m8n8k4", "sm90-int"])
     v.add_argument("--tests", type=int, default=1_000_000)
     v.add_argument("--classes", default=None)
     v.add_argument("--seed", type=int, default=0)
@@ -49,12 +50,15 @@ def _supported(name: str) -> str:
 def run(args) -> int:
     from . import runner
     if args.hw_verb == "run":
+        from ..simulate import load_npy, out_path, save_npy
         name = _supported(args.instr)
+        out_path(args.out)                 # a directory is an error before the GPU runs
         ok, why = runner.available()
         if not ok:
             raise ValueError(f"no usable GPU: {why}")
-        a, b, c = (np.load(p, allow_pickle=False) for p in (args.a, args.b, args.c))
-        np.save(args.out, runner.run(name, a, b, c))
+        a, b, c = (load_npy(str(p), f"--{k}") for p, k in ((args.a, "a"), (args.b, "b"), (args.c, "c")))
+        meta = load_npy(str(args.meta), "--meta") if args.meta else None
+        save_npy(str(args.out), runner.run(name, a, b, c, meta=meta))
         return 0
     from . import validate
     names = [_supported(n) for n in args.instr] + (validate.PRESETS[args.preset] if args.preset else [])

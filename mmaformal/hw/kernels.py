@@ -23,6 +23,11 @@ Images (per tile, in elements of the operand's storage type):
 
 Validated on an H100 (2026-11-21): every covered form's layout is exact and agrees with a
 one-hot probe; see SASS.md (note there: fp8 ``mma.sync`` is compiled to F2FP + two HMMA + FADD).
+Issue 14 forms (H100, 2026-11-24): f16 ``mma.m8n8k4`` (four MMAs per warp, one per quad-pair:
+a kernel tile holds ``Spec.group`` = 4 tiles), integer ``mma`` (s8/u8, s4/u4 packed 8 and b1
+32 to a register), integer ``wgmma`` and ``mma.sp`` (compressed A laid out as the dense A of
+depth K/2, one warp-uniform metadata word per tile: :mod:`mmaformal.hw.sparse`); every layout
+self-check exact (SASS.md).
 
 May import: numpy only (no CUDA needed to generate source). Invariant: raw bits in, raw bits
 out; the kernels move bit patterns and never do arithmetic on operand values.
@@ -48,10 +53,15 @@ __all__ = [
     "WGMMA_SBO",
 ]
 
-#: Storage width (bits) of one element of each operand format (tf32 lives in an f32 container).
-FORMAT_BITS = {"f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8}
-#: numpy storage dtype per format (raw-bit I/O contract of DESIGN.md).
-STORAGE_DTYPE = {f: np.dtype(f"uint{b}") for f, b in FORMAT_BITS.items()}
+#: Width (bits) of one element of each operand format inside the instruction's registers
+#: (tf32 lives in an f32 container; s4/u4 are packed 8 and b1 32 to a register).
+FORMAT_BITS = {"f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8,
+               "s8": 8, "u8": 8, "s4": 4, "u4": 4, "b1": 1, "s32": 32}
+#: numpy storage dtype per format (raw-bit I/O contract of DESIGN.md: formats of 8 bits or
+#: less one element per uint8, in the low bits).
+STORAGE_DTYPE = {f: np.dtype(f"uint{max(8, b)}") for f, b in FORMAT_BITS.items()}
+#: integer operand formats (exact products; D = C + sum, s32 wrap or .satfinite clamp)
+INT_FORMATS = ("s8", "u8", "s4", "u4", "b1")
 
 #: Default wgmma descriptor strides for the no-swizzle K-major layout used by the images:
 #: LBO = distance between the two core matrices adjacent along K, SBO = distance between
@@ -90,6 +100,10 @@ _MMA_AB = {
         (4, lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1))),
         (2, lambda l, i: (_t(l) + 4 * i, _g(l))),
     ),
+    ("m16n8k16", "tf32"): (  # B of sparse m16n8k16 tf32 (PTX ISA Figure 124): k = t + 4i
+        None,
+        (4, lambda l, i: (_t(l) + 4 * i, _g(l))),
+    ),
     ("m16n8k4", "tf32"): (
         (2, lambda l, i: (_g(l) + 8 * i, _t(l))),
         (1, lambda l, i: (_t(l), _g(l))),
@@ -120,12 +134,28 @@ _MMA_AB = {
         (8, lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1))),
         (4, lambda l, i: (_t(l) + 4 * i, _g(l))),
     ),
+    # f16 m8n8k4: four independent MMAs per warp, one per quad-pair (lanes 4q..4q+3 "low" and
+    # 4q+16..4q+19 "high"); entries are (tile q of the warp's group, row, col). Source: PTX ISA
+    # "Matrix Fragments for mma.m8n8k4 with .f16 floating point type" (row-major A, col-major B).
+    ("m8n8k4", "16"): (
+        (4, lambda l, i: (_qp(l), (l & 3) + 4 * (l >> 4), i)),
+        (4, lambda l, i: (_qp(l), i, (l & 3) + 4 * (l >> 4))),
+    ),
 }
+
+
+def _qp(lane: int) -> int:  # quad-pair of mma.m8n8k4 (f16): lanes 4q..4q+3 and 4q+16..4q+19
+    return (lane >> 2) & 3
 
 # C / D of mma.sync: m16n8 shapes hold 4 elements per thread, m8n8k4 (f64) holds 2.
 _MMA_CD = {
     "m16n8": (4, lambda l, i: (_g(l) + 8 * (i >> 1), 2 * _t(l) + (i & 1))),
     "m8n8": (2, lambda l, i: (_g(l), 2 * _t(l) + i)),
+    # f16 m8n8k4 (per quad-pair, see _MMA_AB): f16 C/D hold a whole row, f32 C/D are spread
+    # (PTX ISA, "Matrix Fragments for mma.m8n8k4 with .f16", C/D figures 50-52)
+    "m8n8k4.f16": (8, lambda l, i: (_qp(l), (l & 3) + 4 * (l >> 4), i)),
+    "m8n8k4.f32": (8, lambda l, i: (_qp(l), (l & 1) + (i & 2) + 4 * (l >> 4),
+                                    (i & 4) + (l & 2) + (i & 1))),
 }
 
 
@@ -141,7 +171,29 @@ def _wgmma_d(n: int):
 
 
 def _class(fmt: str) -> str:
-    return {"f16": "16", "bf16": "16", "tf32": "tf32", "e4m3": "8", "e5m2": "8", "f64": "f64"}[fmt]
+    return {"f16": "16", "bf16": "16", "tf32": "tf32", "f64": "f64"}.get(fmt, str(FORMAT_BITS[fmt]))
+
+
+def _mma_ab(shape: str, fmt: str):
+    """(A layout, B layout) of a dense mma.sync shape: the table above where it has an entry,
+    else the pattern shared by every packed format (PTX ISA "Matrix Fragments for mma.m16n8kK"
+    and "mma.m8n8kK", .f16/.bf16 with 2, .s8/.u8/.e4m3/.e5m2 with 4, .s4/.u4 with 8, .b1 with 32
+    elements per register; the B of sparse m16n8k32 .f16 follows it too): e per register; A: M = 16 holds rows g and g + 8 alternately per
+    register, M = 8 row g; each register spans 4e consecutive k over the 4 threads of a group."""
+    key = (shape, _class(fmt))
+    if key in _MMA_AB:
+        return _MMA_AB[key]
+    M, N, K = map(int, _SHAPE_RE.match(shape).groups())
+    e = 32 // FORMAT_BITS[fmt]
+    if N != 8 or M not in (8, 16) or K % (4 * e) or FORMAT_BITS[fmt] > 16:
+        raise ValueError(f"no mma fragment layout for {shape} {fmt}")
+    b = (K // 4, lambda l, i: (_t(l) * e + i % e + 4 * e * (i // e), _g(l)))
+    if M == 16:
+        a = (K // 2, lambda l, i: (_g(l) + 8 * ((i // e) & 1),
+                                   _t(l) * e + i % e + 4 * e * (i // (2 * e))))
+    else:
+        a = (K // 4, lambda l, i: (_g(l), _t(l) * e + i % e + 4 * e * (i // e)))
+    return a, b
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,6 +214,9 @@ class Spec:
     atype: str
     btype: str
     ctype: str
+    sat: bool = False  # .satfinite
+    bop: str = ""      # b1: "xor" | "and" (.popc)
+    sparse: str = ""   # "" | "sp" | "sp::ordered_metadata" (A is M x K/2 plus metadata)
 
     @property
     def qualifier(self) -> str:
@@ -176,19 +231,37 @@ class Spec:
         return 32 if self.family == "mma" else 128
 
     @property
+    def group(self) -> int:
+        """Independent tiles one kernel tile holds: 4 for f16 mma.m8n8k4 (one per quad-pair)."""
+        return 4 if (self.family == "mma" and self.shape == "m8n8k4" and self.atype == "f16") else 1
+
+    @property
     def ptx(self) -> str:
         """The PTX opcode that the kernel issues."""
+        sat = ".satfinite" if self.sat else ""
         if self.family == "mma":
-            return (f"mma.sync.aligned.{self.shape}.row.col."
-                    f"{self.dtype}.{self.atype}.{self.btype}.{self.ctype}")
-        return f"wgmma.mma_async.sync.aligned.{self.shape}.{self.dtype}.{self.atype}.{self.btype}"
+            sp = f".{self.sparse}" if self.sparse else ""
+            bop = f".{self.bop}.popc" if self.bop else ""
+            return (f"mma{sp}.sync.aligned.{self.shape}.row.col{sat}."
+                    f"{self.dtype}.{self.atype}.{self.btype}.{self.ctype}{bop}")
+        return (f"wgmma.mma_async.sync.aligned.{self.shape}{sat}."
+                f"{self.dtype}.{self.atype}.{self.btype}")
+
+    @property
+    def a_cols(self) -> int:
+        """Columns of the A operand the instruction reads: K, or K/2 (compressed) if sparse."""
+        return self.k // 2 if self.sparse else self.k
+
+    @property
+    def integer(self) -> bool:
+        return self.atype in INT_FORMATS
 
     def storage(self, role: str) -> np.dtype:
         return STORAGE_DTYPE[{"a": self.atype, "b": self.btype, "c": self.ctype,
                               "d": self.dtype}[role]]
 
     def matrix_shape(self, role: str) -> tuple[int, int]:
-        return {"a": (self.m, self.k), "b": (self.k, self.n), "c": (self.m, self.n),
+        return {"a": (self.m, self.a_cols), "b": (self.k, self.n), "c": (self.m, self.n),
                 "d": (self.m, self.n)}[role]
 
 
@@ -210,9 +283,43 @@ MMA_FORMS: tuple[str, ...] = (
       for a in _F8 for b in _F8),
     "mma.m8n8k4.f64.f64.f64.f64",
     "mma.m16n8k4.f64.f64.f64.f64",
+    # f16 m8n8k4 (.dtype/.ctype f16|f32 except c = f32, d = f16): on sm_90a ptxas emulates them
+    # with SHFL + HADD2.F32 + FFMA/FMUL/FADD (no tensor-core instruction; see SASS.md)
+    "mma.m8n8k4.f32.f16.f16.f32",
+    "mma.m8n8k4.f32.f16.f16.f16",
+    "mma.m8n8k4.f16.f16.f16.f16",
     "mma.m16n8k8.f64.f64.f64.f64",
     "mma.m16n8k16.f64.f64.f64.f64",
 )
+
+_I8 = ("s8", "u8")
+_I4 = ("s4", "u4")
+_SAT = ("", ".satfinite")
+
+#: Integer mma.sync forms (PTX ISA mma, "Integer type" and "Single bit"; all legal on sm_90a).
+INT_MMA_FORMS: tuple[str, ...] = (
+    *(f"mma.{k}{sat}.s32.{a}.{b}.s32" for k in ("m8n8k16", "m16n8k16", "m16n8k32")
+      for sat in _SAT for a in _I8 for b in _I8),
+    *(f"mma.{k}{sat}.s32.{a}.{b}.s32" for k in ("m8n8k32", "m16n8k32", "m16n8k64")
+      for sat in _SAT for a in _I4 for b in _I4),
+    *(f"mma.{k}.s32.b1.b1.s32.{op}.popc" for k in ("m8n8k128", "m16n8k128", "m16n8k256")
+      for op in ("xor", "and")),
+)
+
+#: Sparse mma.sync forms (PTX ISA "mma.sp"): A holds 2 of every 4 (tf32: 1 of 2; s4/u4: 2
+#: pairs of 4) as an M x K/2 matrix plus metadata; both spellings (.sp, ::ordered_metadata).
+SPARSE_MMA_FORMS: tuple[str, ...] = tuple(
+    f"mma.{sp}.{q}" for sp in ("sp", "sp::ordered_metadata") for q in (
+        *(f"{k}.{d}.f16.f16.{d}" for k in ("m16n8k16", "m16n8k32") for d in ("f32", "f16")),
+        *(f"{k}.f32.bf16.bf16.f32" for k in ("m16n8k16", "m16n8k32")),
+        *(f"{k}.f32.tf32.tf32.f32" for k in ("m16n8k8", "m16n8k16")),
+        # fp8 with f16 C/D: ptxas 13.0 rejects it for sm_90a ("Ptx assembly aborted")
+        *(f"m16n8k64.f32.{a}.{b}.f32" for a in _F8 for b in _F8),
+        *(f"{k}{sat}.s32.{a}.{b}.s32" for k in ("m16n8k32", "m16n8k64") for sat in _SAT
+          for a in _I8 for b in _I8),
+        *(f"{k}{sat}.s32.{a}.{b}.s32" for k in ("m16n8k64", "m16n8k128") for sat in _SAT
+          for a in _I4 for b in _I4),
+    ))
 
 #: wgmma forms with N left open ("m64nNk16"): (kshape, dtype, atype, btype).
 WGMMA_FORMS: tuple[tuple[int, str, str, str], ...] = (
@@ -222,19 +329,36 @@ WGMMA_FORMS: tuple[tuple[int, str, str, str], ...] = (
     (8, "f32", "tf32", "tf32"),
     *((32, "f32", a, b) for a in _F8 for b in _F8),
     *((32, "f16", a, b) for a in _F8 for b in _F8),
+    *((32, f"s32{sat}", a, b) for sat in _SAT for a in _I8 for b in _I8),
 )
 
-_MMA_RE = re.compile(r"^mma\.(m\d+n\d+k\d+)\.(\w+)\.(\w+)\.(\w+)\.(\w+)$")
-_WGMMA_RE = re.compile(r"^wgmma\.m64n(\d+)k(\d+)\.(\w+)\.(\w+)\.(\w+)$")
+_MMA_RE = re.compile(r"^mma(?:\.(sp(?:::ordered_metadata)?))?\.(m\d+n\d+k\d+)(\.satfinite)?"
+                     r"\.(\w+)\.(\w+)\.(\w+)\.(\w+)(?:\.(xor|and)\.popc)?$")
+_WGMMA_RE = re.compile(r"^wgmma\.m64n(\d+)k(\d+)(\.satfinite)?\.(\w+)\.(\w+)\.(\w+)$")
 _SHAPE_RE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 
 
 def instructions(wgmma_n: tuple[int, ...] = (8, 256)) -> list[str]:
     """All covered instruction names; wgmma forms once per N in ``wgmma_n``."""
-    out = [f"sm90/{q}" for q in MMA_FORMS]
+    out = [f"sm90/{q}" for q in MMA_FORMS + INT_MMA_FORMS + SPARSE_MMA_FORMS]
     for n in wgmma_n:
-        out += [f"sm90/wgmma.m64n{n}k{k}.{d}.{a}.{b}" for (k, d, a, b) in WGMMA_FORMS]
+        out += [_wgmma_name(n, k, d, a, b) for (k, d, a, b) in WGMMA_FORMS
+                if _wgmma_n_ok(n, d)]
     return out
+
+
+def _wgmma_name(n: int, k: int, d: str, a: str, b: str) -> str:
+    if d.startswith("s32"):  # "s32.satfinite" -> ".satfinite.s32" (PTX order)
+        return f"sm90/wgmma.m64n{n}k{k}{d[3:]}.s32.{a}.{b}"
+    return f"sm90/wgmma.m64n{n}k{k}.{d}.{a}.{b}"
+
+
+def _wgmma_n_ok(n: int, d: str) -> bool:
+    """N of wgmma: 8..256 step 8; integer forms 8, 16, 24, then 32..256 step 16 (PTX ISA
+    wgmma "Integer type" shape list)."""
+    if not (8 <= n <= 256 and n % 8 == 0):
+        return False
+    return not d.startswith("s32") or n <= 24 or n % 16 == 0
 
 
 @lru_cache(maxsize=None)
@@ -249,22 +373,26 @@ def spec(name: str) -> Spec:
     canon = f"sm90/{q}"
     mm = _MMA_RE.match(q)
     if mm:
-        if q not in MMA_FORMS:
+        if q not in MMA_FORMS + INT_MMA_FORMS + SPARSE_MMA_FORMS:
             raise ValueError(f"instruction {name!r} is not covered by the sm90 harness; "
-                             f"covered mma forms: {', '.join(MMA_FORMS)}")
-        shape, d, a, b, c = mm.groups()
+                             f"covered mma forms: {', '.join(MMA_FORMS)}, the integer forms "
+                             "(s8/u8, s4/u4, b1) and mma.sp")
+        sp, shape, sat, d, a, b, c, bop = mm.groups()
         M, N, K = map(int, _SHAPE_RE.match(shape).groups())
-        return Spec(canon, "mma", M, N, K, d, a, b, c)
+        return Spec(canon, "mma", M, N, K, d, a, b, c, bool(sat), bop or "", sp or "")
     wm = _WGMMA_RE.match(q)
     if wm:
-        n, k, d, a, b = wm.groups()
+        n, k, sat, d, a, b = wm.groups()
         n, k = int(n), int(k)
-        if (k, d, a, b) not in WGMMA_FORMS:
+        dkey = d + (sat or "")
+        if (k, dkey, a, b) not in WGMMA_FORMS:
             raise ValueError(f"instruction {name!r} is not covered; wgmma forms: " + ", ".join(
-                f"wgmma.m64nNk{k_}.{d_}.{a_}.{b_}" for (k_, d_, a_, b_) in WGMMA_FORMS))
-        if not (8 <= n <= 256 and n % 8 == 0):
-            raise ValueError(f"instruction {name!r}: wgmma N must be a multiple of 8 in 8..256")
-        return Spec(canon, "wgmma", 64, n, k, d, a, b, d)
+                _wgmma_name(0, k_, d_, a_, b_).replace("sm90/", "").replace("n0", "nN")
+                for (k_, d_, a_, b_) in WGMMA_FORMS))
+        if not _wgmma_n_ok(n, d):
+            raise ValueError(f"instruction {name!r}: wgmma N must be a multiple of 8 in 8..256"
+                             " (integer forms: 8, 16, 24 or a multiple of 16)")
+        return Spec(canon, "wgmma", 64, n, k, d, a, b, d, bool(sat))
     raise ValueError(f"instruction {name!r}: expected 'sm90/mma.mMnNkK.dtype.atype.btype.ctype' "
                      "or 'sm90/wgmma.m64nNkK.dtype.atype.btype'")
 
@@ -275,11 +403,16 @@ def spec(name: str) -> Spec:
 
 
 def _per_word(fmt: str) -> int:
-    return {8: 4, 16: 2, 32: 1, 64: 1}[FORMAT_BITS[fmt]]
+    return max(1, 32 // FORMAT_BITS[fmt])
 
 
-def _register_table(layout, threads: int, fmt: str, ncols: int, transpose: bool) -> np.ndarray:
-    """Image position -> flat matrix index for a register operand."""
+def _register_table(layout, threads: int, fmt: str, ncols: int, transpose: bool,
+                    nrows: int = 0) -> np.ndarray:
+    """Image position -> flat matrix index for a register operand.
+
+    A layout entry is (row, col), or (tile, row, col) for grouped forms (f16 m8n8k4): the flat
+    index is then into the group's tiles, ``tile * nrows * ncols + row * ncols + col``.
+    """
     nelem, f = layout
     pw = _per_word(fmt)
     assert nelem % pw == 0
@@ -287,9 +420,11 @@ def _register_table(layout, threads: int, fmt: str, ncols: int, transpose: bool)
     tab = np.empty(nwords * threads * pw, dtype=np.int64)
     for tid in range(threads):
         for i in range(nelem):
-            r, c = f(tid, i)
+            rc = f(tid, i)
+            g, (r, c) = (rc[0], rc[1:]) if len(rc) == 3 else (0, rc)
             word, sub = divmod(i, pw)
-            tab[(word * threads + tid) * pw + sub] = (c * ncols + r) if transpose else (r * ncols + c)
+            flat = (c * ncols + r) if transpose else (r * ncols + c)
+            tab[(word * threads + tid) * pw + sub] = g * nrows * ncols + flat
     return tab
 
 
@@ -316,24 +451,34 @@ def _smem_table(rows: int, k: int, fmt: str, lbo: int, sbo: int, kmajor_of_b: bo
 
 @lru_cache(maxsize=None)
 def operand_tables(name: str) -> dict[str, np.ndarray]:
-    """Index tables {'a','b','c'} mapping image position -> flat matrix index (D uses 'c').
+    """Index tables {'a','b','c','d'} mapping image position -> flat matrix index.
 
-    ``table[p] = -1`` marks an image position that holds no matrix element (zero-filled).
+    ``table[p] = -1`` marks an image position that holds no matrix element (zero-filled). For
+    grouped forms (``spec.group`` > 1) the flat index runs over the group's tiles, each stored
+    as usual (A M x K, B K x N, C and D M x N), one after the other.
     """
     s = spec(name)
     if s.family == "mma":
-        (la, lb) = _MMA_AB[(s.shape, _class(s.atype))]
-        lc = _MMA_CD["m8n8" if s.m == 8 else "m16n8"]
-        ta = _register_table(la, 32, s.atype, s.k, False)
-        tb = _register_table(lb, 32, s.btype, s.n, False)
-        tc = _register_table(lc, 32, s.ctype, s.n, False)
+        # sparse: A is the compressed M x K/2 matrix, laid out as the dense A of shape k/2
+        # (PTX ISA "Matrix fragments for multiply-accumulate operation with sparse matrix A":
+        # each register holds the non-zeros of its dense chunk, same rows and threads)
+        (la, _) = _mma_ab(f"m{s.m}n{s.n}k{s.a_cols}", s.atype)
+        (_, lb) = _mma_ab(s.shape, s.btype)
+        if s.group > 1:
+            lc, ld = (_MMA_CD[f"{s.shape}.{f}"] for f in (s.ctype, s.dtype))
+        else:
+            lc = ld = _MMA_CD["m8n8" if s.m == 8 else "m16n8"]
+        ta = _register_table(la, 32, s.atype, s.a_cols, False, s.m)
+        tb = _register_table(lb, 32, s.btype, s.n, False, s.k)
+        tc = _register_table(lc, 32, s.ctype, s.n, False, s.m)
+        td = _register_table(ld, 32, s.dtype, s.n, False, s.m)
     else:
         ta = _smem_table(s.m, s.k, s.atype, WGMMA_LBO, WGMMA_SBO, False)
         tb = _smem_table(s.n, s.k, s.btype, WGMMA_LBO, WGMMA_SBO, True, n_for_b=s.n)
-        tc = _register_table(_wgmma_d(s.n), 128, s.ctype, s.n, False)
-    for t in (ta, tb, tc):
+        tc = td = _register_table(_wgmma_d(s.n), 128, s.ctype, s.n, False)
+    for t in (ta, tb, tc, td):
         t.setflags(write=False)
-    return {"a": ta, "b": tb, "c": tc}
+    return {"a": ta, "b": tb, "c": tc, "d": td}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,8 +506,7 @@ def _words(spec_: Spec, role: str) -> int:
     """Registers per thread for an operand."""
     tabs = operand_tables(spec_.name)
     fmt = {"a": spec_.atype, "b": spec_.btype, "c": spec_.ctype, "d": spec_.dtype}[role]
-    key = "c" if role == "d" else role
-    return len(tabs[key]) // (spec_.threads * _per_word(fmt))
+    return len(tabs[role]) // (spec_.threads * _per_word(fmt))
 
 
 def _load(kind: str, ptr: str) -> str:
@@ -395,7 +539,10 @@ def _mma_source(s: Spec) -> str:
     w(f'extern "C" __global__ void __launch_bounds__(256) {KERNEL_NAME}(')
     w(f"    const {_wtype(s.atype)}* __restrict__ A, const {_wtype(s.btype)}* __restrict__ B,")
     w(f"    const {_wtype(s.ctype)}* __restrict__ C, {_wtype(s.dtype)}* __restrict__ D,")
-    w("    long long ntiles)")
+    if s.sparse:  # one metadata word per tile, the same in every lane (see runner.sparse_meta)
+        w("    long long ntiles, const unsigned int* __restrict__ E)")
+    else:
+        w("    long long ntiles)")
     w("{")
     w("    const int lane = threadIdx.x & 31;")
     w("    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;")
@@ -412,11 +559,17 @@ def _mma_source(s: Spec) -> str:
     for role, n in (("d", nd), ("a", na), ("b", nb), ("c", nc)):
         groups.append("{" + ", ".join(f"%{idx + j}" for j in range(n)) + "}")
         idx += n
-    w(f'        asm volatile("{s.ptx} {groups[0]}, {groups[1]}, {groups[2]}, {groups[3]};"')
+    tail = ""
+    extra = []
+    if s.sparse:  # metadata register and sparsity selector 0 (PTX ISA mma.sp operands e, f)
+        w("        const unsigned int e = E[t];")
+        tail = f", %{idx}, 0x0"
+        extra = ['"r"(e)']
+    w(f'        asm volatile("{s.ptx} {groups[0]}, {groups[1]}, {groups[2]}, {groups[3]}{tail};"')
     outs = ", ".join(f'"={_REG[kd][1]}"(d{j})' for j in range(nd))
     ins = ", ".join([f'"{_REG[ka][1]}"(a{j})' for j in range(na)]
                     + [f'"{_REG[kb][1]}"(b{j})' for j in range(nb)]
-                    + [f'"{_REG[kc][1]}"(c{j})' for j in range(nc)])
+                    + [f'"{_REG[kc][1]}"(c{j})' for j in range(nc)] + extra)
     w(f"            : {outs}")
     w(f"            : {ins});")
     w(f"        {_wtype(s.dtype)}* dp = D + t * {nd * 32} + lane;")
@@ -473,6 +626,8 @@ def _wgmma_source(s: Spec) -> str:
     ia, ib, ip = nd, nd + 1, nd + 2
     if s.atype in ("f16", "bf16"):
         tail = "p, 1, 1, 0, 0"  # scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+    elif s.atype in INT_FORMATS:
+        tail = "p"  # integer wgmma: scale-d only
     else:
         tail = "p, 1, 1"  # scale-d, imm-scale-a, imm-scale-b (tf32/fp8: K-major only)
     w('        asm volatile("{ .reg .pred p; setp.ne.b32 p, %' + str(ip) + ', 0; '

@@ -236,31 +236,38 @@ def _sm_count() -> int:
 def _device_tables(name: str, dev_id: int):
     cp = _cupy()
     tabs = kernels.operand_tables(name)
-    inv = np.empty_like(tabs["c"])
-    inv[tabs["c"]] = np.arange(len(tabs["c"]))
-    return {k: cp.asarray(v) for k, v in tabs.items()} | {"c_inv": cp.asarray(inv)}
+    inv = np.empty_like(tabs["d"])
+    inv[tabs["d"]] = np.arange(len(tabs["d"]))
+    return {k: cp.asarray(v) for k, v in tabs.items()} | {"d_inv": cp.asarray(inv)}
 
 
-def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = None):
+def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = None, e_img=None):
     """Run the tile kernel on device arrays already in image order.
 
     ``a_img`` (T, len(table a)) of A's storage dtype, likewise b, c; returns D images (T, len(
-    table c)) of D's storage dtype. ``desc`` = (LBO, SBO) overrides the wgmma descriptor strides
-    (diagnostics only).
+    table d)) of D's storage dtype (T counts kernel tiles: groups of ``spec.group`` tiles). ``desc`` = (LBO, SBO) overrides the wgmma descriptor strides
+    (diagnostics only). Sub-byte A/B images hold one element per uint8 and are packed into
+    32-bit registers here; ``e_img`` (T,) uint32 is the warp-uniform metadata word of each tile
+    of a sparse form.
     """
     cp = _cupy()
     s = _spec(name)
     f = _function(name)
     T = int(a_img.shape[0])
-    d_img = cp.empty((T, c_img.shape[1]), dtype=s.storage("d"))
+    d_img = cp.empty((T, len(kernels.operand_tables(s.name)["d"])), dtype=s.storage("d"))
     if T == 0:
         return d_img
     sms = _sm_count()
+    a_img, b_img = _pack(cp, a_img, s.atype), _pack(cp, b_img, s.btype)
     args = [cp.ascontiguousarray(a_img), cp.ascontiguousarray(b_img),
             cp.ascontiguousarray(c_img), d_img, np.int64(T)]
     if s.family == "mma":
         threads = 256
         blocks = min(-(-T // (threads // 32)), sms * 32)
+        if s.sparse:
+            if e_img is None or int(e_img.shape[0]) != T:
+                raise ValueError(f"{s.name}: one metadata word per tile is needed")
+            args.append(cp.ascontiguousarray(e_img))
     else:
         threads = 128
         blocks = min(T, sms * 16)
@@ -272,7 +279,7 @@ def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = No
 
 def _check(name: str, a, b, c):
     s = _spec(name)
-    shapes = {"a": (s.m, s.k), "b": (s.k, s.n), "c": (s.m, s.n)}
+    shapes = {"a": (s.m, s.a_cols), "b": (s.k, s.n), "c": (s.m, s.n)}
     fmts = {"a": s.atype, "b": s.btype, "c": s.ctype}
     arrs = {"a": a, "b": b, "c": c}
     batch = None
@@ -296,20 +303,100 @@ def _check(name: str, a, b, c):
     return s, batch
 
 
-def run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
+def _check_int_range(s, role: str, x: np.ndarray) -> None:
+    """Sub-byte formats live in the low bits of a uint8: anything above is an error."""
+    fmt = {"a": s.atype, "b": s.btype}[role]
+    bits = kernels.FORMAT_BITS[fmt]
+    if bits < 8:
+        bad = x >= (1 << bits)
+        if bad.any():
+            i = tuple(int(v) for v in np.argwhere(bad)[0])
+            raise ValueError(f"{s.name}: {role.upper()}{list(i)} = {int(x[i])} is outside "
+                             f"0..{(1 << bits) - 1} ({fmt} is stored in the low {bits} bits)")
+
+
+def run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, meta: np.ndarray | None = None,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES, desc: tuple[int, int] | None = None) -> np.ndarray:
     """D = A*B + C on the GPU, one instruction per tile; raw bit patterns in and out.
 
-    ``desc`` overrides the wgmma descriptor (LBO, SBO) strides: diagnostics only.
+    Sparse forms (``mma.sp``): A is dense (..., M, K) with the allowed zeros, or compressed
+    (..., M, K/2) with ``meta`` (..., M, K/2), the position of every kept element inside its
+    group (see :mod:`mmaformal.hw.sparse`). ``desc`` overrides the wgmma descriptor (LBO, SBO)
+    strides: diagnostics only.
     """
+    s0 = _spec(name)
+    if s0.sparse:
+        return _run_sparse(s0, a, b, c, meta, chunk_bytes)
+    if meta is not None:
+        raise ValueError(f"{s0.name} is dense: it takes no metadata")
+    return _run(name, a, b, c, chunk_bytes=chunk_bytes, desc=desc)
+
+
+def _run_sparse(s, a, b, c, meta, chunk_bytes):
+    from . import sparse  # noqa: PLC0415
+
+    for role, x in (("a", a), ("b", b), ("c", c)):
+        if not isinstance(x, np.ndarray):
+            raise ValueError(f"{s.name}: {role.upper()} must be a numpy array")
+    if meta is None:
+        if a.shape[-1:] != (s.k,):
+            raise ValueError(f"{s.name}: a dense A must have shape (..., {s.m}, {s.k}) (or pass "
+                             f"the compressed (..., {s.m}, {s.k // 2}) with meta), got {a.shape}")
+        if a.dtype != s.storage("a"):
+            raise ValueError(f"{s.name}: A must hold {s.atype} bit patterns as "
+                             f"{s.storage('a')}, got dtype {a.dtype}")
+        a, meta = sparse.compress(a, s.atype)
+    else:
+        meta = np.asarray(meta)
+        if meta.shape != a.shape:
+            raise ValueError(f"{s.name}: meta must have the compressed A's shape {a.shape}, "
+                             f"got {meta.shape}")
+    _, batch = _check(s.name, a, b, c)
+    T0 = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    ti, words, rows = sparse.tile_words(meta.reshape(T0, s.m, s.k // 2), s.atype, s.k)
+    af, bf, cf = (np.ascontiguousarray(x).reshape(T0, *x.shape[-2:]) for x in (a, b, c))
+    if len(ti) == T0:  # every tile's rows share one pattern (ti = 0..T0-1)
+        d = _run(s.name, af, bf, cf, chunk_bytes=chunk_bytes, e=words)
+    else:
+        dl = _run(s.name, af[ti], bf[ti], cf[ti], chunk_bytes=chunk_bytes, e=words)
+        d = np.empty((T0, s.m, s.n), dl.dtype)
+        take = rows[ti] == words[:, None]          # (launches, M): rows this launch serves
+        li, r = np.nonzero(take)
+        d[ti[li], r] = dl[li, r]
+    return d.reshape(*batch, s.m, s.n)
+
+
+def _pack(cp, img, fmt: str):
+    """Sub-byte elements (one per uint8) -> 32-bit words, element 0 in the low bits."""
+    bits = kernels.FORMAT_BITS[fmt]
+    if bits >= 8:
+        return img
+    per = 32 // bits
+    sh = cp.asarray((np.arange(per, dtype=np.uint32) * bits).astype(np.uint32))
+    w = img.reshape(img.shape[0], -1, per).astype(cp.uint32) << sh
+    return w.sum(axis=-1, dtype=cp.uint32)
+
+
+def _run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
+         chunk_bytes: int = DEFAULT_CHUNK_BYTES, desc: tuple[int, int] | None = None,
+         e: np.ndarray | None = None) -> np.ndarray:
     s, batch = _check(name, a, b, c)
+    _check_int_range(s, "a", a)
+    _check_int_range(s, "b", b)
     cp = _cupy()
     _device()
-    T = int(np.prod(batch, dtype=np.int64)) if batch else 1
-    mk, kn, mn = s.m * s.k, s.k * s.n, s.m * s.n
-    af = np.ascontiguousarray(a).reshape(T, mk)
-    bf = np.ascontiguousarray(b).reshape(T, kn)
-    cf = np.ascontiguousarray(c).reshape(T, mn)
+    T0 = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    G = s.group  # tiles per kernel tile (4 for f16 m8n8k4: one per quad-pair)
+    T = -(-T0 // G)
+    mk, kn, mn = G * s.m * s.a_cols, G * s.k * s.n, G * s.m * s.n
+
+    def grouped(x, width):
+        x = np.ascontiguousarray(x).reshape(T0, -1)
+        if T * G != T0:  # pad the last group with zero tiles (their D is dropped)
+            x = np.concatenate([x, np.zeros((T * G - T0, x.shape[1]), x.dtype)])
+        return x.reshape(T, width)
+
+    af, bf, cf = grouped(a, mk), grouped(b, kn), grouped(c, mn)
     d = np.empty((T, mn), dtype=s.storage("d"))
     per_tile = 2 * (mk * s.storage("a").itemsize + kn * s.storage("b").itemsize
                     + mn * s.storage("c").itemsize + 2 * mn * s.storage("d").itemsize)
@@ -320,8 +407,9 @@ def run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
         a_img = cp.take(cp.asarray(af[lo:hi]), tabs["a"], axis=1)
         b_img = cp.take(cp.asarray(bf[lo:hi]), tabs["b"], axis=1)
         c_img = cp.take(cp.asarray(cf[lo:hi]), tabs["c"], axis=1)
-        d_img = run_images(s.name, a_img, b_img, c_img, desc)
+        e_img = None if e is None else cp.asarray(np.ascontiguousarray(e[lo:hi], np.uint32))
+        d_img = run_images(s.name, a_img, b_img, c_img, desc, e_img)
         del a_img, b_img, c_img
-        d[lo:hi] = cp.take(d_img, tabs["c_inv"], axis=1).get()
+        d[lo:hi] = cp.take(d_img, tabs["d_inv"], axis=1).get()
         del d_img
-    return d.reshape(*batch, s.m, s.n)
+    return d.reshape(T * G, s.m * s.n)[:T0].reshape(*batch, s.m, s.n)

@@ -72,11 +72,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="probe passing wgmma forms up to this N (failing ones always)")
     ap.add_argument("--speed-dots", type=int, default=10_000_000)
     ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--match", default="", help="only instructions matching this regex")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ns = tuple(int(x) for x in args.n.split(","))
     names = kernels.instructions(ns)
+    if args.match:
+        import re  # noqa: PLC0415
+        names = [n for n in names if re.search(args.match, n)]
 
     res: dict = {"date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     ok, why = runner.available()
@@ -142,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as e:
                     g2, m2 = False, f"{type(e).__name__}: {e}"
                 row["selfcheck_swapped_desc"] = [g2, m2]
-            if not good or s.family == "mma" or s.n <= args.probe_max_n:
+            probe_ok = not s.sparse and kernels.FORMAT_BITS[s.btype] >= 8  # distinct k codes
+            if probe_ok and (not good or s.family == "mma" or s.n <= args.probe_max_n):
                 try:
                     p = check.layout_probe(n)
                     row["probe"] = p["consistent"]

@@ -50,6 +50,25 @@ PRESETS = {
 }
 
 
+_I8 = ("s8", "u8")
+_I4 = ("s4", "u4")
+_SAT = ("", ".satfinite")
+
+#: The sm90 forms added in issue 14: f16 mma.m8n8k4 (compiler-emulated), integer mma and
+#: integer wgmma (N = 8 and the largest N of the catalog), sparse mma.sp.
+PRESETS["sm90-m8n8k4"] = ["sm90/mma.m8n8k4.f32.f16.f16.f32", "sm90/mma.m8n8k4.f32.f16.f16.f16",
+                          "sm90/mma.m8n8k4.f16.f16.f16.f16"]
+PRESETS["sm90-int"] = (
+    [f"sm90/mma.{k}{sat}.s32.{a}.{b}.s32" for k in ("m8n8k16", "m16n8k16", "m16n8k32")
+     for sat in _SAT for a in _I8 for b in _I8]
+    + [f"sm90/mma.{k}{sat}.s32.{a}.{b}.s32" for k in ("m8n8k32", "m16n8k32", "m16n8k64")
+       for sat in _SAT for a in _I4 for b in _I4]
+    + [f"sm90/mma.{k}.s32.b1.b1.s32.{op}.popc" for k in ("m8n8k128", "m16n8k128", "m16n8k256")
+       for op in ("xor", "and")]
+    + [f"sm90/wgmma.m64n{n}k32{sat}.s32.{a}.{b}" for n in (8, 224) for sat in _SAT
+       for a in _I8 for b in _I8])
+
+
 def _hex(v) -> str:
     return hex(int(v))
 
@@ -59,19 +78,27 @@ def _progress(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _tiles(klass, ins, T, rng):
+def _tiles(klass, ins, T, rng, fast_c: bool = False):
+    """Tiles of one class. ``fast_c``: draw T*M accumulators (one generate call as large as
+    A's) and place them at random in the T x M x N C tiles instead of drawing T*M*N (whose
+    call also draws T*M*N x K unused products: the cost of K = 128/256 integer forms)."""
     M, N, K = ins.m, ins.n, ins.k
     a, _, _ = C.generate(klass, ins.a, ins.b, ins.c, K, T * M, rng)
     _, b, _ = C.generate(klass, ins.a, ins.b, ins.c, K, T * N, rng)
-    _, _, c = C.generate(klass, ins.a, ins.b, ins.c, K, T * M * N, rng)
     A = a.reshape(T, M, K)
     B = np.ascontiguousarray(b.reshape(T, N, K).transpose(0, 2, 1))
-    Cm = c.reshape(T, M, N)
+    if fast_c:
+        _, _, c = C.generate(klass, ins.a, ins.b, ins.c, K, T * M, rng)
+        Cm = c[rng.integers(0, T * M, size=(T, M, N))]
+    else:
+        _, _, c = C.generate(klass, ins.a, ins.b, ins.c, K, T * M * N, rng)
+        Cm = c.reshape(T, M, N)
     return A, B, Cm
 
 
 def _sim_parallel(simulate, name, A, B, Cm, workers):
-    """simulate() on all cores: it threads over tile chunks itself (MMAFORMAL_THREADS)."""
+    """simulate() on all cores: it threads over tile chunks itself (MMAFORMAL_THREADS);
+    ``simulate`` may be a closure that names a theory."""
     import os
     os.environ["MMAFORMAL_THREADS"] = str(workers)
     sm = sys.modules["mmaformal.simulate"]
@@ -79,8 +106,23 @@ def _sim_parallel(simulate, name, A, B, Cm, workers):
     return simulate(name, A, B, Cm, chunk=max(1 << 14, A.shape[0] * A.shape[1] * Cm.shape[-1] // (4 * workers)))
 
 
+def _rivals(name: str, primary) -> list:
+    """The evaluable rival theories of the primary that claim this instruction."""
+    from .. import theory as _theory
+    out = []
+    for tid in primary.competes_with:
+        try:
+            t = _theory.default().resolve(name, tid)
+        except Exception:  # noqa: BLE001  (the rival claims other instructions only)
+            continue
+        if t.evaluable[0]:
+            out.append(t)
+    return out
+
+
 def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,
-             sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20) -> dict:
+             sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20,
+             rivals: bool = True, fast_c: bool = False) -> dict:
     from . import check, runner
     from ..simulate import simulate
     from .. import theory as _theory
@@ -98,7 +140,11 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
     res = {"instruction": name, "tests": 0, "mismatches": 0, "classes": {}, "device": info,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "seed": seed, "theory": _theory.resolve(name).id, "theory_hash": _theory.resolve(name).hash(),
-           "layout_selfcheck": msg}
+           "layout_selfcheck": msg, "fast_c": fast_c}
+    primary = _theory.resolve(name)
+    rivs = _rivals(name, primary) if rivals else []
+    res["rivals"] = {t.id: {"status": t.status, "tests": 0, "mismatches": 0, "classes": {},
+                            "counterexamples": []} for t in rivs}
     t_gen = t_gpu = t_sim = 0.0
     cex, samples = [], {}
     for klass in klasses:
@@ -106,15 +152,28 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
         while done < per_class:
             T = max(1, min(per_class - done, chunk_dots) // dots_per_tile)
             t0 = time.perf_counter()
-            A, B, Cm = _tiles(klass, ins, T, rng)
+            A, B, Cm = _tiles(klass, ins, T, rng, fast_c)
             t1 = time.perf_counter()
             D = runner.run(name, A, B, Cm)
             t2 = time.perf_counter()
             Dsim = _sim_parallel(simulate, name, A, B, Cm, workers)
-            t3 = time.perf_counter()
             t_gen += t1 - t0
             t_gpu += t2 - t1
-            t_sim += t3 - t2
+            for t_ in rivs:  # the same hardware outputs against each rival theory
+                rv = res["rivals"][t_.id]
+                Dr = _sim_parallel(lambda *x, **k: simulate(*x, theory=t_, **k), name, A, B, Cm, workers)
+                rb = np.nonzero(D != Dr)
+                rv["tests"] += int(D.size)
+                rv["mismatches"] += len(rb[0])
+                rv["classes"][klass] = rv["classes"].get(klass, 0) + len(rb[0])
+                for t, i, j in list(zip(*rb))[: max(0, 5 - sum(1 for x in rv["counterexamples"]
+                                                             if x["class"] == klass))]:
+                    rv["counterexamples"].append(
+                        {"class": klass, "a": [_hex(x) for x in A[t, i, :]],
+                         "b": [_hex(x) for x in B[t, :, j]], "c": _hex(Cm[t, i, j]),
+                         "hardware": _hex(D[t, i, j]), "simulated": _hex(Dr[t, i, j])})
+            t3 = time.perf_counter()
+            t_sim += t3 - t2  # the primary and the rivals
             bad = np.nonzero(D != Dsim)
             mism += len(bad[0])
             for t, i, j in list(zip(*bad))[: max(0, max_cex - sum(1 for x in cex if x["class"] == klass))]:
@@ -149,7 +208,8 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Validate instructions on the GPU against their theories.")
     p.add_argument("instructions", nargs="*")
-    p.add_argument("--preset", choices=sorted(PRESETS), help="a named instruction set")
+    p.add_argument("--preset", choices=sorted(PRESETS), action="append", default=[],
+                   help="a named instruction set (repeatable)")
     p.add_argument("--tar", type=Path, help="after each instruction, pack --out into this .tgz")
     p.add_argument("--tests", type=int, default=1_000_000)
     p.add_argument("--classes", default=",".join(C.CLASSES))
@@ -157,21 +217,30 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path)
     p.add_argument("--sample", type=int, default=512)
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
+    p.add_argument("--fast-c", action="store_true", help="T*M accumulators placed at random "
+                   "(see _tiles); needed for K = 128/256 integer forms within a device session")
     a = p.parse_args(argv)
     rc = 0
-    names = list(a.instructions) + (PRESETS[a.preset] if a.preset else [])
+    names = list(a.instructions) + [n for p_ in a.preset for n in PRESETS[p_]]
+    si, sn = (int(x) for x in a.shard.split("/"))
+    names = names[si::sn]
     if not names:
         p.error("name instructions or a --preset")
     print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
     for name in names:
         try:
-            r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample, workers=a.workers)
+            r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample,
+                         workers=a.workers, fast_c=a.fast_c)
         except Exception as e:  # keep going: one broken instruction must not hide the others
             print(f"{name:44s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
             rc |= 2
             continue
         print(f"{r['instruction']:44s} {r['tests']:11,d} {r['mismatches']:9,d} "
-              f"{r['rates']['gpu_dots_per_s']:12,d} {r['rates']['simulate_dots_per_s']:12,d}", flush=True)
+              f"{r['rates']['gpu_dots_per_s']:12,d} {r['rates']['simulate_dots_per_s']:12,d}"
+              f"  {r['theory']}", flush=True)
+        for tid, rv in r.get("rivals", {}).items():
+            print(f"    rival {tid}: {rv['mismatches']:,} of {rv['tests']:,}", flush=True)
         for k, v in r["classes"].items():
             if v["mismatches"]:
                 print(f"    {k:10s} {v['mismatches']:,} of {v['tests']:,}")

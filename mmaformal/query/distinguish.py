@@ -3,6 +3,7 @@ different bits, replayed concretely; or prove that there is none.
 
     mmaformal distinguish A B [--instr NAME] [--where C ...] [--count N] [--solver S]
                               [--timeout T] [--save] [--emit-smt2 FILE] [--json]
+                              [--raw] [--minimize-timeout S]
     mmaformal distinguish --all-pairs PATTERN [PATTERN] [--save] [--jobs N] [--ray ...]
         every pair of one qualifier on adjacent architectures (isa.ARCHS order, per vendor)
         among the matching instructions, grouped by one query; pairs whose two sides have one
@@ -25,6 +26,11 @@ elements); the query asserts that their output bits differ, plus the `--where` c
 (`parse_where`). A witness is replayed on the int and numpy back-ends (and the compiled C path
 on request) before it is printed; a witness on which the concrete outputs agree, or that
 overflows a checked operation there, is an internal error (exit 3), never a result.
+
+The (first) witness is then made readable (mmaformal.query.minimize: no operand paired with a
+zero, the fewest non-zero products, the smallest exponent spread, the fewest significand bits;
+each step solver queries under --minimize-timeout, the witness so far kept on a time-out;
+--raw skips it) and is also printed as one line in the style of seed 002's Equation 10.
 
 The verb is the top of the query layer's distinguishing path: models and witnesses come from
 mmaformal.query.model, the query and the witness search from .search (shared with prove and

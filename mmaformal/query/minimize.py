@@ -48,6 +48,14 @@ _W = 16          # width of the symbolic counters (K <= 256 operands of <= 64 bi
 # Measures: symbolic (z3 terms over the query's inputs) and concrete (one witness)
 # ============================================================================================
 
+def _conj(xs):
+    """The conjunction of z3 Bools, printed so every solver reads it (no `(and x)` of one
+    argument, which bitwuzla's parser rejects)."""
+    import z3
+    xs = list(xs)
+    return z3.BoolVal(True) if not xs else xs[0] if len(xs) == 1 else z3.And(xs)
+
+
 def _operands(inp: Inputs):
     return ([(x, inp.fa) for x in inp.a] + [(x, inp.fb) for x in inp.b] + [(inp.c, inp.fc)])
 
@@ -91,8 +99,8 @@ def _spread_le(exps, S: int):
     """Every finite non-zero operand's Exp in [lo, lo + S] for one fresh lo."""
     import z3
     lo = z3.BitVec("minimize_lo", _W)
-    return z3.And([z3.Implies(nz, z3.And(lo <= e, e <= lo + S)) for e, nz in exps] +
-                  [lo >= -(1 << (_W - 2)), lo <= 1 << (_W - 2)])
+    return _conj([z3.Implies(nz, z3.And(lo <= e, e <= lo + S)) for e, nz in exps] +
+                 [lo >= -(1 << (_W - 2)), lo <= 1 << (_W - 2)])
 
 
 def measure(w: Witness) -> dict:
@@ -149,8 +157,11 @@ class _Run:
         q = dataclasses.replace(self.q, where=list(self.q.where) + self.extra + [cons])
         t0 = time.perf_counter()
         st, found, secs, last, text = search(q, 1, self.solver, t, "lazy", self.backends)
-        self.steps.append({"step": step, "status": {"distinguished": "sat", "equivalent": "unsat"}
-                           .get(st, "unknown"), "seconds": round(time.perf_counter() - t0, 3)})
+        rec = {"step": step, "status": {"distinguished": "sat", "equivalent": "unsat"}
+               .get(st, "unknown"), "seconds": round(time.perf_counter() - t0, 3)}
+        if rec["status"] == "unknown":
+            rec["reason"] = (last.reason if last else "") or "no answer"
+        self.steps.append(rec)
         return st, (found[0] if found else None)
 
     def descend(self, step: str, term, value: int, measure_of, binary: bool) -> tuple[int, Found | None]:
@@ -181,9 +192,8 @@ def _zero_flags(w: Witness) -> list[bool]:
 def _outside(inp: Inputs, w: Witness):
     """Both operands zero at every k where w's product is zero: the search restricted to the
     support of w (far fewer free variables than a cardinality bound over all k)."""
-    import z3
-    return z3.And([(fp.decode(inp.fa, x).zero & fp.decode(inp.fb, y).zero).v
-                   for x, y, zf in zip(inp.a, inp.b, _zero_flags(w)) if zf] or [z3.BoolVal(True)])
+    return _conj([(fp.decode(inp.fa, x).zero & fp.decode(inp.fb, y).zero).v
+                  for x, y, zf in zip(inp.a, inp.b, _zero_flags(w)) if zf])
 
 
 def _fewest_products(run: _Run, cur: Found, pair, count) -> Found:
@@ -195,11 +205,11 @@ def _fewest_products(run: _Run, cur: Found, pair, count) -> Found:
         if n == 0:
             return cur
         st, f = run.attempt(f"non-zero products <= {n - 1} (within the support)",
-                            z3.And(_outside(run.q.inp, cur.witness), z3.ULE(count, n - 1)))
+                            _conj([_outside(run.q.inp, cur.witness), z3.ULE(count, n - 1)]))
         if st == "distinguished":
             cur = f
             continue
-        st, f = run.attempt(f"non-zero products <= {n - 1}", z3.And(pair + [z3.ULE(count, n - 1)]))
+        st, f = run.attempt(f"non-zero products <= {n - 1}", _conj(pair + [z3.ULE(count, n - 1)]))
         if st != "distinguished":
             return cur
         cur = f
@@ -236,8 +246,11 @@ def minimize(q: Query, found: Found, solver: str = "bitwuzla",
     """The steps of the module docstring on a witness `found` of query q. Returns (the
     minimized witness, a report: the measures before and after, each solver query's status and
     seconds, total seconds, and whether every query was answered)."""
-    import z3
     t0 = time.perf_counter()
+    if any(fp.fmt(f).is_int for f in (q.inp.fa, q.inp.fb, q.inp.fc)):
+        # issue 14: integer witnesses have no exponents or significands to shrink
+        return found, {"before": None, "after": None, "queries": [], "seconds": 0.0,
+                       "complete": True, "skipped": "integer formats: nothing to minimize"}
     run = _Run(q, solver if solver != "portfolio" else "bitwuzla", step_timeout, backends,
                t0 + budget, [], [])
     before = measure(found.witness)
@@ -250,14 +263,14 @@ def minimize(q: Query, found: Found, solver: str = "bitwuzla",
     pair, count, exps, bits = _terms(q.inp)
     # 1. no operand paired with a zero
     if before["paired_with_zero"]:
-        st, f = run.attempt("no operand paired with a zero", z3.And(pair))
+        st, f = run.attempt("no operand paired with a zero", _conj(pair))
         if st == "distinguished":
             cur = f
     # 2. fewest non-zero products; from here on the search stays inside the support found
     cur = _fewest_products(run, cur, pair, count)
     run.extra.append(_outside(q.inp, cur.witness))
     if measure(cur.witness)["paired_with_zero"] == 0 and pair:
-        run.extra.append(z3.And(pair))
+        run.extra.append(_conj(pair))
     # 3. smallest exponent spread
     m = measure(cur.witness)
     s, f = run.descend("exponent spread", lambda S: _spread_le(exps, S), m["spread"],
@@ -274,9 +287,9 @@ def minimize(q: Query, found: Found, solver: str = "bitwuzla",
     zs = [(x, v) for x, v in zip(q.inp.a + q.inp.b + [q.inp.c], w.a + w.b + [w.c])
           if v != 0 and bool(fp.decode(_fmt_of(q.inp, x), INT.const(int(v), x.w, False)).zero.v)]
     if zs:
-        st, f = run.attempt("zeros are +0", z3.And([x.v == 0 for x, _ in zs] +
-                                                   [x.v == v for x, v in zip(q.inp.all(), _vals(w))
-                                                    if all(x is not y for y, _ in zs)]))
+        st, f = run.attempt("zeros are +0", _conj([x.v == 0 for x, _ in zs] +
+                                                  [x.v == v for x, v in zip(q.inp.all(), _vals(w))
+                                                   if all(x is not y for y, _ in zs)]))
         if st == "distinguished":
             cur = f
     cur = _products_first(q, cur, backends, run.steps)
@@ -366,6 +379,8 @@ def equation(w: Witness, outputs: dict | None = None, d: str | None = None) -> s
 
 def describe(report: dict) -> str:
     """One line: what the minimization did."""
+    if report.get("skipped"):
+        return f"not minimized: {report['skipped']}"
     b, a = report["before"], report["after"]
     if report.get("skipped"):
         return f"not minimized ({report['skipped']}): non-zero products {b['products']}"

@@ -298,17 +298,8 @@ def _sparse_probes(bd: _Builder, eu: int, ev: int) -> None:
                        f"(pruned), c=1", a, b, cb)
 
 
-def build_probes(ins: isa.Instruction) -> _Builder:
-    if ins.integer:
-        return _int_probes(ins)
-    bd = _Builder(ins)
-    K = ins.k
-    fa, fd = bd.fa, bd.fd
-    eu, ev = _range(bd)
-    U, v = 2.0 ** eu, 2.0 ** ev
-    if ins.sparse:
-        _sparse_probes(bd, eu, ev)
-    # order (Step 2, FPRev with c as summand K)
+def _probes_order(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Order (Step 2, FPRev with c as summand K)."""
     pairs = [(i, j) for i in range(K + 1) for j in range(K + 1) if i != j]
     if len(pairs) > 160:
         pairs = [(i, j) for (i, j) in pairs if i == 0 or j == K or i == K or abs(i - j) == 1
@@ -317,9 +308,13 @@ def build_probes(ins: isa.Instruction) -> _Builder:
         s = [v] * (K + 1)
         s[i], s[j] = U, -U
         bd.add("order", f"p{i}=U, p{j}=-U, others v (U=2^{eu}, v=2^{ev}; p{K} is c)", s[:K], s[K])
-    # precision: FusedSum(U, -U, eps), Add(U, eps); at the front, at the back, through c.
-    # U = 2^eu, and also the largest exact product that the output range allows: with narrow
-    # operands (fp8: products 2^-18 .. 2^17) only a large U reaches eps = U 2^-F for F > 25
+
+
+def _probes_precision(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Precision (and alignment, below): FusedSum(U, -U, eps), Add(U, eps); at the front, at
+    the back, through c. U = 2^eu, and also the largest exact product that the output range
+    allows: with narrow operands (fp8: products 2^-18 .. 2^17) only a large U reaches
+    eps = U 2^-F for F > 25."""
     etop = min(fa.emax + bd.fb.emax, fd.emax)
     for e in sorted({eu, etop} if etop > eu else {eu}):
         Ue, tag = 2.0 ** e, "U" if e == eu else f"2^{e}"
@@ -337,14 +332,20 @@ def build_probes(ins: isa.Instruction) -> _Builder:
             for f in (1.5, 0.5, -1.5, -0.5):
                 bd.add("alignment", f"{tag} + {f} * {tag} 2^-{jexp}", [Ue, f * eps], 0.0)
                 bd.add("alignment", f"-{tag} + {-f} * {tag} 2^-{jexp}", [-Ue, -f * eps], 0.0)
-    # output rounding: c = U (output format), products of fractions of an output ulp
+
+
+def _probes_output_rounding(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Output rounding: c = U (output format), products of fractions of an output ulp."""
     for tout in sorted({fd.t, 13, 10, 7, 23}):
         ulp = U * 2.0 ** -tout
         for f in (0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 3.0):
             for s in (1.0, -1.0):
                 bd.add("output_rounding", f"c={s:+.0f}U, p0={s * f} ulp(2^-{tout})", [s * f * ulp], s * U)
                 bd.add("output_rounding", f"c=0, p0={s:+.0f}U, p1={s * f} ulp(2^-{tout})", [s * U, s * f * ulp], 0.0)
-    # zero exponent (generalises mmaformal.hw.zero_probes): c = +-0, p0 = 2^e0, p1 = -2^-j
+
+
+def _probes_zero_exp(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Zero exponent (generalises mmaformal.hw.zero_probes): c = +-0, p0 = 2^e0, p1 = -2^-j."""
     pmin = fa.emin + bd.fb.emin
     for e0 in sorted({ev + 2, ev + 10, fd.emin - 14, fd.emin - fd.t, fd.emin - fd.t - 2, -70,
                       -21, -10, eu - 4}):
@@ -355,7 +356,10 @@ def build_probes(ins: isa.Instruction) -> _Builder:
                 for m0 in ((1.0, 1.5) if d < 30 else (1.0,)):
                     bd.add("zero_exp", f"c={c0}, p0={m0}*2^{e0}, p1=-2^{e0 - d}",
                            [m0 * 2.0 ** e0, -(2.0 ** (e0 - d))], c0)
-    # normalization: subnormal x normal products
+
+
+def _probes_normalization(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Normalization: subnormal x normal products."""
     if fa.subnormals:
         sub = 2.0 ** (fa.emin - fa.t)
         for k in range(0, fa.t + 1):
@@ -374,7 +378,10 @@ def build_probes(ins: isa.Instruction) -> _Builder:
                 for cm in (1.0, 3.0, -1.0):
                     bd.add("normalization", f"a0={x!r}, a1=-a0 (subnormal), b0=b1={y}, c={cm}*2^{math.log2(cmin):.0f}",
                            [(x, y), (-x, y)], cm * cmin)
-    # out of range: products and sums above / below the output range
+
+
+def _probes_out_of_range(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Out of range: products and sums above / below the output range."""
     big = float(2.0 ** fa.emax * (2 - 2.0 ** -fa.t)) if fa.inf or fa.nan == "ieee" else None
     for nb in (1, 2, K):
         for s in (1.0, -1.0):
@@ -387,7 +394,10 @@ def build_probes(ins: isa.Instruction) -> _Builder:
         bd.add_raw("out_of_range", "a=b=2^emax of the operands, all k", [amax] * K, [_bits1(bd.fb, 2.0 ** min(bd.fb.emax, fa.emax)) or 0] * K, 0)
     for e in (fd.emin - fd.t - 1, fd.emin - fd.t, fd.emin - 1):
         bd.add("out_of_range", f"one product 2^{e} (below/at the output's range), c=0", [2.0 ** e], 0.0)
-    # subnormal inputs and outputs
+
+
+def _probes_subnormal(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Subnormal inputs and outputs."""
     fc = bd.fc
     if fc.subnormals:
         cs = 2.0 ** (fc.emin - fc.t)
@@ -397,7 +407,10 @@ def build_probes(ins: isa.Instruction) -> _Builder:
     for e in range(fd.emin - fd.t, fd.emin + 1, max(1, fd.t // 4)):
         bd.add("subnormal", f"p0 = 1.5 * 2^{e} (subnormal result), c = 0", [1.5 * 2.0 ** e], 0.0)
         bd.add("subnormal", f"p0 = 2^{fd.emin}, p1 = -2^{e}", [2.0 ** fd.emin, -(2.0 ** e)], 0.0)
-    # specials: Inf, NaN (payloads), Inf - Inf, Inf x 0
+
+
+def _probes_specials(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Specials: Inf, NaN (payloads), Inf - Inf, Inf x 0."""
     inf = math.inf
     for c0 in (0.0, 1.0, inf, -inf):
         bd.add("specials", f"a0=Inf, b0=1, c={c0}", [(inf, 1.0)], c0)
@@ -419,13 +432,33 @@ def build_probes(ins: isa.Instruction) -> _Builder:
                 else:
                     one_a, one_b = _bits1(bd.fa, 1.0), _bits1(bd.fb, 1.0)
                     bd.add_raw("specials", f"c=NaN {hex(code_s)}, p0=1", [one_a], [one_b], code_s)
-    # zero sign: exact cancellation, signed zeros
+
+
+def _probes_zero_sign(bd: _Builder, K, fa, fd, eu, ev, U, v) -> None:
+    """Zero sign: exact cancellation, signed zeros."""
     for c0 in (0.0, -0.0):
         bd.add("zero_sign", f"p0=1, p1=-1, c={c0}", [1.0, -1.0], c0)
         bd.add("zero_sign", f"p0=-0 (a=-0, b=+1), c={c0}", [-0.0], c0)
         bd.add("zero_sign", f"all products +0, c={c0}", [], c0)
         bd.add("zero_sign", f"all products -0 (a=-0, b=+1), c={c0}", [-0.0] * bd.ins.k, c0)
         bd.add("zero_sign", f"c={c0}, p0=U, p1=-U", [U, -U], c0)
+
+
+def build_probes(ins: isa.Instruction) -> _Builder:
+    """Every probe of every feature for instruction ins (the order of the features, and of the
+    probes within each, is the order infer's pool asks them in). Integer instructions have
+    their own features (_int_probes); sparse ones get the feature `sparse` first."""
+    if ins.integer:
+        return _int_probes(ins)
+    bd = _Builder(ins)
+    eu, ev = _range(bd)
+    if ins.sparse:
+        _sparse_probes(bd, eu, ev)
+    frame = (ins.k, bd.fa, bd.fd, eu, ev, 2.0 ** eu, 2.0 ** ev)
+    for add in (_probes_order, _probes_precision, _probes_output_rounding, _probes_zero_exp,
+                _probes_normalization, _probes_out_of_range, _probes_subnormal, _probes_specials,
+                _probes_zero_sign):
+        add(bd, *frame)
     return bd
 
 

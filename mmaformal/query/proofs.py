@@ -20,12 +20,12 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from .. import fp, mma
+from .. import fp, mma, paths
 from .. import theory as _theory
 from . import cex
 from .claims import CLAIMS, outcome
 from .model import Model
-from .store import lemma_dir, proofs_dir, sha256
+from .store import lemma_dir, lemma_dirs, proofs_dir, sha256
 
 __all__ = ["depends", "save_result", "store_equivalence", "prune_cache", "check_record", "main"]
 
@@ -134,7 +134,8 @@ def prune_cache(root: Path | None = None) -> list[str]:
 
 def check_record(path: Path, rec: dict, solve: bool = False, timeout: float = 600) -> list[str]:
     """The problems of one proof record (empty: it holds): verdict proved with a refuted broken
-    twin, every lemma in proofs/cache with the sha256 it names, the stored query hashing as
+    twin, every lemma in proofs/cache (beside the record, else the store's or the shipped one)
+    with the sha256 it names, the stored query hashing as
     recorded, no stale theory hash; with `solve`, every lemma and query re-solved (unsat)."""
     from .model import check
     out = []
@@ -145,8 +146,10 @@ def check_record(path: Path, rec: dict, solve: bool = False, timeout: float = 60
         out.append("no refuted broken twin")
     queries = []
     if rec.get("method") == "decomposed":
+        dirs = list(dict.fromkeys([path.parent.parent / "cache", *lemma_dirs()]))
         for p in rec.get("parts", []):
-            q = CACHE_DIR / f"{p['sha256']}.smt2"
+            q = next((d / f"{p['sha256']}.smt2" for d in dirs if (d / f"{p['sha256']}.smt2").exists()),
+                     dirs[0] / f"{p['sha256']}.smt2")
             if not q.exists():
                 out.append(f"lemma {p['lemma']}: {q.name} missing from proofs/cache")
             elif sha256(q.read_text()) != p["sha256"]:
@@ -173,7 +176,7 @@ def check_record(path: Path, rec: dict, solve: bool = False, timeout: float = 60
 
 def main(argv=None) -> int:
     """`python3 -m mmaformal.query.proofs [RECORD.json ...] [--solve]`: check proof records (all
-    of proofs/<claim>/ when none is named); --solve re-solves each lemma or query; exit 1 if
+    of proofs/<claim>/ when none is named: the store's, then the shipped ones); --solve re-solves each lemma or query; exit 1 if
     one fails."""
     import argparse
     import sys
@@ -184,8 +187,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         recs = ([(Path(r), json.loads(Path(r).read_text())) for r in args.records] if args.records
-                else [(q, json.loads(q.read_text())) for g in CLAIMS if (PROOFS / g).exists()
-                      for q in sorted((PROOFS / g).glob("*.json"))])
+                else [(q, json.loads(q.read_text())) for d in paths.record_dirs("proofs")
+                      for g in CLAIMS if (d / g).exists() for q in sorted((d / g).glob("*.json"))])
     except (OSError, ValueError) as e:
         print(f"mmaformal.query.proofs: {e}", file=sys.stderr)
         return 2

@@ -42,7 +42,9 @@ Every proof has a broken twin that the same query shows SAT (equiv/unobservable:
 another rounding; decomposed: the block lemmas without their hypotheses, else against B with
 F-1; symmetry: the RD-twin, aligned terms rounded toward -inf as TR-FDPA does;
 bound: the theory with F-2 against the same bound). Every refutation's witness is replayed on
-the int and numpy back-ends (and the compiled path) before it is reported. A solver time-out
+the int and numpy back-ends (and the compiled path) before it is reported; equiv and
+unobservable refutations are minimized first (mmaformal.query.minimize, --raw skips it), and
+every witness is also printed as one line in the style of seed 002's Equation 10. A solver time-out
 is "unknown" with the time spent, never "proved".
 
 Stores (--save): proofs/<claim>/<name>.json (+ .smt2 for monolithic queries), proved lemmas in
