@@ -51,7 +51,7 @@ def _lemmas(n):
 
 def _jobs():
     jobs = [C.Job(f"lemma/{h}", "mmaformal.query.campaign:solve_job",
-                  {"text": t, "solver": "bitwuzla", "timeout": 30, "expect": "unsat"}, limit=60)
+                  {"text": t, "solver": "bitwuzla", "timeout": 60, "expect": "unsat"}, limit=120)
             for h, t in _lemmas(3)]
     jobs += [C.Job("check/ok", "mmaformal.query.campaign:check_job", {"seconds": 0.1}, limit=30),
              C.Job("check/crash", "mmaformal.query.campaign:check_job",
@@ -189,28 +189,32 @@ def test_bad_input(args, msg):
 
 
 def test_prove_all_groups_store_and_resume(tmp_path):
-    """prove monotonic --all over two groups (1 and 33 instructions with one query each):
-    one job per group, one record per group naming every instruction it covers, replayed;
-    run again, the stored verdicts are found and nothing is re-run."""
+    """prove monotonic --all over two groups of instructions with one query each (sm80/sm89
+    and sm90/sm100/sm120 m16n8k8 bf16): one job per group, one record per group naming every
+    instruction it covers, replayed; run again, the stored verdicts are found and nothing is
+    re-run."""
     from mmaformal.query import cex
-    # the dense bf16 forms (the sparse and wmma forms of issue 14 also end in .f32.bf16.bf16)
-    pat = ["sm9*/mma.m16n8k*.f32.bf16.bf16.f32", "sm9*/wgmma.m64n*k16.f32.bf16.bf16"]
-    args = ["--store", str(tmp_path), "prove", "monotonic", "--all", *pat, "--save", "--json",
+    from mmaformal.query.prove import claim_groups
+    pat = "sm*/mma.m16n8k8.f32.bf16.bf16.f32"
+    sizes = sorted(len(g) for g in claim_groups("monotonic", [pat])[0])
+    n = sum(sizes)
+    assert len(sizes) == 2 and n > 2
+    args = ["--store", str(tmp_path), "prove", "monotonic", "--all", pat, "--save", "--json",
             "-j", "2", "--timeout", "20", "--progress", str(tmp_path / "p.jsonl")]
     rc, out, err = _cli(*args, "--redo")      # also the groups the shipped records decide
     lines = [json.loads(x) for x in out.splitlines()]
     summary = lines[-1]["summary"]
     assert rc == 1, err                       # refuted, nothing unknown
-    assert len(lines) == 3 and summary["groups"] == 2 and summary["refuted"] == 34
+    assert len(lines) == 3 and summary["groups"] == 2 and summary["refuted"] == n
     recs = sorted((tmp_path / "counterexamples" / "monotonic").glob("*.json"))
     assert len(recs) == 2
     groups = sorted(len(json.loads(p.read_text())["tool"]["group"]) for p in recs)
-    assert groups == [1, 33]
+    assert groups == sizes
     for p in recs:
         assert cex.replay_record(json.loads(p.read_text()), backends=("int", "numpy")) == []
     rc, out, err = _cli(*args[:-2])           # a new progress store: the records decide
     summary = json.loads(out.splitlines()[-1])["summary"]
-    assert rc == 1 and summary["stored_before"] == 34 and len(out.splitlines()) == 1
+    assert rc == 1 and summary["stored_before"] == n and len(out.splitlines()) == 1
 
 
 def test_distinguish_all_pairs(tmp_path):

@@ -92,12 +92,15 @@ def test_no_stale_proofs():
 def test_required_demonstrations_are_stored():
     kinds = {(rec["kind"], tuple(m["theory"] for m in rec["models"])) for _, rec in CEX}
     assert ("distinguish", ("sm80.f16.f32", "sm90.f16.f32")) in kinds
-    proved = {tuple(rec["instructions"]) for p, rec in PROOF_RECS if p.parent.name == "symmetry"}
+    # a record may cover more than the set's group (prove --all groups the whole catalog:
+    # wmma forms with the same query join their mma group)
+    proved = [set(rec["instructions"]) for p, rec in PROOF_RECS if p.parent.name == "symmetry"]
     for g in symmetry_groups(set_name="nvidia-tfdpa"):
-        assert tuple(g) in proved, f"no stored symmetry proof for the group of {g[0]}"
-    refuted = {tuple(rec["tool"].get("group") or ()) for _, rec in CEX if rec["kind"] == "symmetry"}
+        assert any(set(g) <= r for r in proved), f"no stored symmetry proof for the group of {g[0]}"
+    refuted = [set(rec["tool"].get("group") or ()) for _, rec in CEX if rec["kind"] == "symmetry"]
     for g in symmetry_groups(set_name="cdna3-tr"):
-        assert tuple(g) in refuted, f"no stored symmetry counterexample for the group of {g[0]}"
+        assert any(set(g) <= r for r in refuted), \
+            f"no stored symmetry counterexample for the group of {g[0]}"
     chain = [rec for p, rec in PROOF_RECS if p.parent.name == "equiv"
              and any(m["chain"] == 2 for m in rec["models"])]
     assert chain, "sm80 m16n8k16 = two chained 8-term blocks is not stored"
