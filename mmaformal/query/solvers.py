@@ -170,6 +170,14 @@ def _worker(args):
     return solve_smt2(*args)
 
 
+def _default_sigterm() -> None:
+    """Pool initializer: SIGTERM kills a portfolio worker even inside a solver's C code. A
+    Python-level handler inherited from the parent (Ray's driver installs one) would wait for
+    the solver to return, so `pool.terminate()` would hang on a solver without a timeout."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def solve(query, solver: str = "bitwuzla", timeout: float | None = None,
           bitwuzla_engine: str | None = None) -> Result:
     """Solve a query (z3 assertions or SMT-LIB2 text). `solver` may be "portfolio": every
@@ -180,7 +188,7 @@ def solve(query, solver: str = "bitwuzla", timeout: float | None = None,
         return solve_smt2(text, solver, timeout, bitwuzla_engine)
     t0 = time.perf_counter()
     ctx = mp.get_context("fork")
-    with ctx.Pool(len(SOLVERS)) as pool:
+    with ctx.Pool(len(SOLVERS), initializer=_default_sigterm) as pool:
         pending = [pool.apply_async(_worker, ((text, s, timeout, bitwuzla_engine),)) for s in SOLVERS]
         results = []
         while pending:
