@@ -124,6 +124,17 @@ def row_patterns(pos: np.ndarray, fmt: str) -> np.ndarray:
     return words.reshape(*lead, M)
 
 
+def _repeated_half(pat: np.ndarray, w: int, k: int, why: str) -> np.ndarray:
+    """The low w bits of every row pattern, which must equal its next w bits (the harness gives
+    the metadata as one warp-uniform word); ValueError naming the first row that differs."""
+    lo, hi = pat & np.uint64((1 << w) - 1), pat >> np.uint64(w)
+    if (lo != hi).any():
+        t, r = np.argwhere(lo != hi)[0]
+        raise ValueError(f"sparse metadata: tile {int(t)} row {int(r)}: the harness needs "
+                         f"the pattern of k < {k // 2} to repeat for k >= {k // 2}{why}")
+    return lo
+
+
 def tile_words(pos: np.ndarray, fmt: str, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(tile index, 32-bit word) per launch and the (T, M) word of every row: pos (T, M, K/2).
     Tiles whose rows share a pattern make one launch; others one launch per distinct pattern
@@ -132,23 +143,13 @@ def tile_words(pos: np.ndarray, fmt: str, k: int) -> tuple[np.ndarray, np.ndarra
     bits = pattern_bits(fmt, k)
     pat = row_patterns(pos, fmt)  # (T, M)
     if bits == 64:
-        lo, hi = pat & np.uint64(0xFFFFFFFF), pat >> np.uint64(32)
-        if (lo != hi).any():
-            t, r = np.argwhere(lo != hi)[0]
-            raise ValueError(f"sparse metadata: tile {int(t)} row {int(r)}: the harness needs "
-                             f"the pattern of k < {k // 2} to repeat for k >= {k // 2} (64-bit "
-                             "metadata rows are given as one warp-uniform 32-bit word)")
-        pat = lo
+        pat = _repeated_half(pat, 32, k, " (64-bit metadata rows are given as one warp-uniform "
+                                         "32-bit word)")
     elif bits == 16:
         pat = pat | (pat << np.uint64(16))
     ub = uniform_bits(fmt, k)
     if ub == 16 and bits == 32:
-        lo, hi = pat & np.uint64(0xFFFF), pat >> np.uint64(16)
-        if (lo != hi).any():
-            t, r = np.argwhere(lo != hi)[0]
-            raise ValueError(f"sparse metadata: tile {int(t)} row {int(r)}: the harness needs "
-                             f"the pattern of k < {k // 2} to repeat for k >= {k // 2} for this "
-                             "form (see mmaformal.hw.sparse.PERIOD16)")
+        _repeated_half(pat, 16, k, " for this form (see mmaformal.hw.sparse.PERIOD16)")
     pat = pat.astype(np.uint32)
     uniform = (pat == pat[:, :1]).all(1)
     tiles = [np.flatnonzero(uniform)]
