@@ -212,6 +212,7 @@ def test_probe_and_selfcheck_on_emulated_hardware(fake_gpu, name):
     fake_gpu["map"] = _twin(wgmma_sp.declared(s.atype))
     ok, msg = wgmma_sp.selfcheck(name, tiles=4)
     assert not ok and "differ" in msg
+    assert wgmma_sp.selfcheck(name, tiles=4, uniform=True)[0]     # no map can fail this one
     p = wgmma_sp.meta_probe(name)
     assert p["consistent"] and not p["agrees"], p["message"]
     assert np.array_equal(p["layout"], fake_gpu["map"])
