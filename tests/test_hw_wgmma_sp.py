@@ -247,3 +247,69 @@ def test_runner_run_dense_a_and_integer_campaign(fake_gpu, tmp_path):
     for k in r["classes"]:
         sim, hw = wgmma_sp.replay_sample(name, z, k)
         assert (sim == hw).all(), k
+
+
+def test_hw_validate_runs_sparse_wgmma(fake_gpu, tmp_path, capsys):
+    from mmaformal.hw import validate
+    name = "sm90/wgmma.sp.m64n16k64.satfinite.s32.s8.s8"
+    assert validate.main([name, "--tests", "10240", "--out", str(tmp_path)]) == 0
+    import json
+    r = json.loads((tmp_path / "sm90_wgmma.sp.m64n16k64.satfinite.s32.s8.s8.json").read_text())
+    assert r["tests"] >= 10240 and r["mismatches"] == 0 and len(r["classes"]) == 10
+    assert all(len(v["sha256"]) == 64 for v in r["classes"].values())
+
+
+# ---------------------------------------------------------------------------------------------
+# The H100 records (counterexamples/hw/2026-11-25-h100-issue14d/), replayed without a GPU
+# ---------------------------------------------------------------------------------------------
+
+from mmaformal import paths, theory  # noqa: E402
+
+RECS = paths.shipped("counterexamples") / "hw" / "2026-11-25-h100-issue14d"
+RECORDS = sorted(p for p in RECS.glob("sm90_*.json"))
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=lambda p: p.stem)
+def test_record_replays(rec):
+    """Every class's kept 8 x 8 block of hardware outputs is reproduced by the theory that the
+    campaign ran (its hash unchanged), and a corroborated primary had a clean >= 10^7 run."""
+    import json
+    r = json.loads(rec.read_text())
+    name = r["instruction"]
+    th = theory.resolve(name)
+    assert r["theory"] == th.id
+    z = np.load(rec.with_suffix(".npz"))
+    classes = sorted({k.rsplit(".", 1)[0] for k in z.files})
+    assert len(classes) == 10
+    bad = 0
+    for k in classes:
+        sim, hw = wgmma_sp.replay_sample(name, z, k)
+        bad += int((sim != hw).sum())
+    if th.status == "corroborated":
+        assert r["tests"] >= 10_000_000 and r["mismatches"] == 0
+        assert bad == 0, f"{name}: {th.id} no longer reproduces the H100 sample"
+    for tid, rv in r.get("rivals", {}).items():   # a refuted rival's counterexamples still hold
+        if theory.default().get(tid).status == "refuted" and rv["counterexamples"]:
+            cx = rv["counterexamples"][0]
+            assert _one(name, cx, tid) != int(cx["hardware"], 16)
+            assert _one(name, cx, None) == int(cx["hardware"], 16)
+
+
+def _one(name, cx, tid):
+    """One recorded dot product (row 0, column 0 of a tile) through simulate."""
+    from mmaformal import fp
+    from mmaformal.simulate import simulate
+    ins = isa.lookup(name)
+    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+    a = np.array([int(x, 16) for x in cx["a"]], dt[fp.fmt(ins.a).storage])
+    A = np.zeros((1, ins.m, len(a)), a.dtype)
+    A[0, :] = a
+    P = None
+    if ins.sparse:
+        P = np.zeros((1, ins.m, len(a)), np.uint8)
+        P[0, :] = np.array(cx["meta"], np.uint8)
+    B = np.zeros((1, ins.k, ins.n), dt[fp.fmt(ins.b).storage])
+    B[0, :, 0] = [int(x, 16) for x in cx["b"]]
+    C = np.zeros((1, ins.m, ins.n), dt[fp.fmt(ins.c).storage])
+    C[0, 0, 0] = int(cx["c"], 16)
+    return int(simulate(name, A, B, C, meta=P, theory=tid)[0, 0, 0])

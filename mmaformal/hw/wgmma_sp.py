@@ -650,6 +650,8 @@ def campaign(name: str, tests: int, seed: int, out_dir: Path | None, layout: np.
         res["mismatches"] += int(mism)
     res["seconds"] = {"generate": round(t_gen, 2), "gpu": round(t_gpu, 3),
                       "simulate": round(t_sim, 2)}
+    res["rates"] = {"gpu_dots_per_s": round(res["tests"] / max(t_gpu, 1e-9)),
+                    "simulate_dots_per_s": round(res["tests"] / max(t_sim, 1e-9))}
     res["counterexamples"] = cex
     if out_dir is not None:
         out_dir = Path(out_dir)
