@@ -247,6 +247,18 @@ def test_runner_run_dense_a_and_integer_campaign(fake_gpu, tmp_path):
     for k in r["classes"]:
         sim, hw = wgmma_sp.replay_sample(name, z, k)
         assert (sim == hw).all(), k
+    # the digests: regenerated inputs through the theory give the (emulated) hardware's D
+    assert all(wgmma_sp.replay_digest(r).values())
+    # and a theory that clamps where this one wraps gives another digest somewhere
+    twin = theory.resolve(name).replace(sat="always", id="clamping")
+    v = wgmma_sp.replay_digest(r, theory=twin)
+    assert not v["overflow"] and v["normal"]
+    # the same through the command line (the record as written)
+    import json
+    rec = tmp_path / "sm90_wgmma.sp.m64n16k64.s32.u8.s8.json"
+    assert wgmma_sp.main(["--out", str(tmp_path / "rp"), "--replay", str(rec)]) == 0
+    v = json.loads((tmp_path / "rp" / "digest-replay.json").read_text())["verdicts"][name]
+    assert v["all_equal"] and len(v["classes_equal"]) == 10
 
 
 def test_hw_validate_runs_sparse_wgmma(fake_gpu, tmp_path, capsys):

@@ -54,7 +54,8 @@ from . import kernels
 from .kernels import FORMAT_BITS, Spec
 
 __all__ = ["FORMS", "names", "parse", "tables", "source", "DECLARED", "chunk_shape",
-           "meta_words", "run", "meta_probe", "selfcheck", "campaign", "main"]
+           "meta_words", "run", "meta_probe", "selfcheck", "campaign", "replay_digest",
+           "replay_sample", "main"]
 
 _F8 = ("e4m3", "e5m2")
 _I8 = ("s8", "u8")
@@ -590,7 +591,7 @@ def campaign(name: str, tests: int, seed: int, out_dir: Path | None, layout: np.
     rng = np.random.default_rng(seed)
     per_class = -(-tests // len(klasses))
     dpt = s.m * s.n
-    res = {"instruction": name, "tests": 0, "mismatches": 0, "classes": {},
+    res = {"instruction": name, "tests": 0, "tests_asked": tests, "mismatches": 0, "classes": {},
            "device": runner.device_info(),
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "seed": seed, "theory": prim.id, "theory_hash": prim.hash(),
@@ -666,6 +667,33 @@ def campaign(name: str, tests: int, seed: int, out_dir: Path | None, layout: np.
     return res
 
 
+def replay_digest(rec: dict, theory=None, klasses=None) -> dict:
+    """Regenerate a campaign's inputs from its seed (the same calls to the same generator as
+    :func:`campaign`, the filler words included) and compare the SHA-256 of ``simulate``'s D
+    with the hardware's: {class: digest equal}. Equal digests = every dot product agrees."""
+    from ..simulate import simulate
+    name = rec["instruction"]
+    s = parse(name)
+    rng = np.random.default_rng(rec["seed"])
+    names_ = list(rec["classes"])
+    per_class = -(-rec["tests_asked"] // len(names_))
+    out = {}
+    for klass in names_:
+        done = 0
+        h = hashlib.sha256()
+        while done < per_class:
+            T = max(1, min(per_class - done, rec["chunk_dots"]) // (s.m * s.n))
+            A, P, B, Cm = tiles(klass, name, T, rng)
+            random_words((T, 128), s.atype, rng)          # the filler words of run()
+            if klasses is None or klass in klasses:
+                h.update(np.ascontiguousarray(simulate(name, A, B, Cm, meta=P, theory=theory))
+                         .tobytes())
+            done += T * s.m * s.n
+        if klasses is None or klass in klasses:
+            out[klass] = h.hexdigest() == rec["classes"][klass]["sha256"]
+    return out
+
+
 def replay_sample(name: str, z, klass: str, theory=None) -> tuple[np.ndarray, np.ndarray]:
     """(simulated, hardware) D of a record's kept sample block (rows of tile 0 and the first
     columns of B; sparse forms with their kept positions): the block is put in rows 0.. and
@@ -692,6 +720,7 @@ def replay_sample(name: str, z, klass: str, theory=None) -> tuple[np.ndarray, np
 
 # ---------------------------------------------------------------------------------------------
 # Device batch: python3 -m mmaformal.hw.wgmma_sp --out DIR [--tests N] [--workers W]
+# CPU replay:   python3 -m mmaformal.hw.wgmma_sp --out DIR --replay REC.json ...
 # ---------------------------------------------------------------------------------------------
 
 #: the A formats whose metadata layout is probed once (a map per A format)
@@ -748,8 +777,23 @@ def main(argv=None) -> int:
     p.add_argument("--match", default="", help="only forms matching this regex")
     p.add_argument("--tar", type=Path)
     p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--replay", nargs="*", type=Path, help="records to replay by digest on the "
+                   "CPU (primary theory); the verdicts go to --out/digest-replay.json")
     a = p.parse_args(argv)
     t_start = time.time()
+    if a.replay:
+        from .. import theory as _theory
+        verdicts = {}
+        for path in a.replay:
+            rec = json.loads(Path(path).read_text())
+            th = _theory.resolve(rec["instruction"])
+            v = replay_digest(rec)
+            verdicts[rec["instruction"]] = {"theory": th.id, "theory_hash": th.hash(),
+                                            "classes_equal": v, "all_equal": all(v.values())}
+            print(rec["instruction"], all(v.values()), flush=True)
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "digest-replay.json").write_text(json.dumps({"verdicts": verdicts}, indent=1))
+        return 0
     a.out.mkdir(parents=True, exist_ok=True)
     sp_names = [n for n in names() if re.search(a.match, n)]
     dense = [f"sm90/wgmma.m64n{n}k32{sat}.s32.{x}.{y}" for n in (240, 256)
@@ -817,8 +861,9 @@ def main(argv=None) -> int:
     info["results"] = results
     info["wall_s"] = round(time.time() - t_start, 1)
     (a.out / "wgmma-sp-batch.json").write_text(json.dumps(info, indent=1))
-    (camp / "summary.json").parent.mkdir(parents=True, exist_ok=True)
-    (camp / "summary.json").write_text(json.dumps([r for r in results if "tests" in r], indent=1))
+    camp.mkdir(parents=True, exist_ok=True)   # not summary.json: hw replay's folder marker
+    (camp / "batch-summary.json").write_text(json.dumps([r for r in results if "tests" in r],
+                                                        indent=1))
     if a.tar:
         with tarfile.open(a.tar, "w:gz") as tf:
             tf.add(a.out, arcname=a.out.name)
