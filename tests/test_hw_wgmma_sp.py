@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -23,10 +23,14 @@ below, and :func:`meta_probe` recovers the map from the silicon alone (one nibbl
 changed at a time, B rows coded by chunk), so a wrong reading is found by a probe:
 
 - f16/bf16 k32 and tf32 k16 (32-bit rows), selector i: lane 4g + 2i + j (j = 0, 1) holds chunks
-  4j..4j+3 of row g in nibbles 0..3 and of row g + 8 in nibbles 4..7 (the split that the
-  ``mma.sp`` m16n8k32 f16 self-check showed on the H100: hw.sparse.PERIOD16);
+  4j..4j+3 of row g in nibbles 0..3 and of row g + 8 in nibbles 4..7;
 - 8-bit k64 (64-bit rows): lane 4g + t holds 8 chunks: t = 0 row g chunks 0..7, t = 1 row g + 8
   chunks 0..7, t = 2 row g chunks 8..15, t = 3 row g + 8 chunks 8..15.
+
+Both readings agree with what the H100 showed for ``mma.sp`` with warp-uniform words (2026-11-24,
+:mod:`mmaformal.hw.sparse`): m16n8k32 f16/bf16 and m16n8k16 tf32 needed words that repeat every
+16 bits (PERIOD16), m16n8k64 s8/u8 passed with 32-bit words. Status (2026-11-25): compiled and
+disassembled offline only (SASS.md); the map is unconfirmed on silicon until the probe runs.
 
 Threads that give no metadata (the other pair) get random *valid* words, so a kernel that read
 them would fail the exact self-check. Every row of a tile may have its own pattern.
@@ -407,12 +411,11 @@ def run(name: str, a, b, c, meta=None, *, layout: np.ndarray | None = None, sel:
 def meta_probe(name: str, sel: int = 0) -> dict:
     """Recover the metadata map from the hardware: every thread's word holds nibble 0b0100
     (kept positions 0, 1 of every chunk; tf32: element 0) but one nibble q of one thread, set
-    to 0b1110 (positions 2, 3; tf32: element 1); A is all ones, B row k is c + 1 at the last
-    position of chunk c (0 elsewhere; the nch smallest integers exact in B's format, c + 1 where
-    they fit), C = 0. A row whose D becomes the code of chunk c names (row, chunk) of that
+    to 0b1110 (positions 2, 3; tf32: element 1); A is all ones, B row k is the code of chunk c
+    at the last position of chunk c, 0 elsewhere (codes: the nch smallest integers exact in
+    B's format, c + 1 where they fit), C = 0. A row whose D becomes the code of chunk c names (row, chunk) of that
     nibble. Returns {'layout': (128, 8, 2), 'consistent', 'message', 'agrees'}."""
-    from . import check, runner
-    cp = runner._cupy()
+    from . import check
     s = parse(name)
     g, kept = chunk_shape(s.atype)
     nch = s.k // g
