@@ -65,6 +65,47 @@ def test_declared_map_covers_every_chunk_once(fmt, sel):
     assert w[0, t0] & 0xF == nib[0, 0, 0]
 
 
+#: CuTe's metadata (thread, value) layouts of sparse GMMA: ((2, 2, 8, 4) threads, values) shapes
+#: and strides into the 64 x K metadata tensor (column-major, m + 64 k), and the metadata bits
+#: per logical k element. Source: NVIDIA CUTLASS include/cute/atom/mma_traits_sm90_gmma_sparse.hpp
+#: (ELayout_64x32 for f16/bf16, ELayout_64x16 for tf32, ELayout_64x64 for e4m3/e5m2/s8/u8).
+CUTE_ELAYOUT = {
+    "f16": (((2, 2, 8, 4), (1024, 0, 1, 16)), ((16, 2), (64, 8)), 32, 1),
+    "tf32": (((2, 2, 8, 4), (512, 0, 1, 16)), ((8, 2), (64, 8)), 16, 2),
+    "s8": (((2, 2, 8, 4), (8, 2048, 1, 16)), ((32,), (64,)), 64, 1),
+}
+
+
+@pytest.mark.parametrize("fmt", ["f16", "tf32", "s8"])
+def test_declared_map_is_cutes_metadata_layout(fmt):
+    """An independent reading: CuTe's layouts, evaluated here by their shapes and strides, put
+    every metadata bit where the declared map puts its nibble (the thread pair that CuTe fills
+    twice, stride 0, is the one the sparsity selector picks)."""
+    (tsh, tst), (vsh, vst), k, bits = CUTE_ELAYOUT[fmt]
+    g = 2 if fmt == "tf32" else 4
+
+    def coord(i, shape, stride):
+        off = 0
+        for n, st in zip(shape, stride):
+            off += (i % n) * st
+            i //= n
+        return off
+
+    for sel in ((0, 1) if fmt != "s8" else (0,)):
+        lay = wgmma_sp.declared(fmt, sel)
+        for t in range(128):
+            pair = (t >> 1) & 1
+            for v in range(int(np.prod(vsh))):
+                idx = coord(t, tsh, tst) + coord(v, vsh, vst)
+                m, kk = idx % 64, idx // 64
+                q = v * bits // 4
+                if tst[1] == 0 and pair != sel:       # the pair the selector does not read
+                    assert (lay[t, q] == -1).all(), (t, q)
+                else:
+                    assert tuple(lay[t, q]) == (m, kk // g), (fmt, sel, t, v)
+        assert k // g * 64 == (lay[..., 0] >= 0).sum()
+
+
 def test_nibbles_follow_ptx():
     # f16 2:4: kept 0,1 -> 0b0100; kept 2,3 -> 0b1110; tf32 1:2: element 0 -> 0b0100, 1 -> 0b1110
     assert wgmma_sp._nibbles(np.array([[0, 1, 2, 3]]), "f16").tolist() == [[0b0100, 0b1110]]

@@ -27,10 +27,13 @@ changed at a time, B rows coded by chunk), so a wrong reading is found by a prob
 - 8-bit k64 (64-bit rows): lane 4g + t holds 8 chunks: t = 0 row g chunks 0..7, t = 1 row g + 8
   chunks 0..7, t = 2 row g chunks 8..15, t = 3 row g + 8 chunks 8..15.
 
-Both readings agree with what the H100 showed for ``mma.sp`` with warp-uniform words (2026-11-24,
-:mod:`mmaformal.hw.sparse`): m16n8k32 f16/bf16 and m16n8k16 tf32 needed words that repeat every
-16 bits (PERIOD16), m16n8k64 s8/u8 passed with 32-bit words. Status (2026-11-25): compiled and
-disassembled offline only (SASS.md); the map is unconfirmed on silicon until the probe runs.
+Source of the map: it is the metadata (thread, value) layout of NVIDIA CUTLASS's sparse GMMA
+atoms (``include/cute/atom/mma_traits_sm90_gmma_sparse.hpp``: ELayout_64x32, ELayout_64x16,
+ELayout_64x64; ``tests/test_hw_wgmma_sp.py`` evaluates their shapes and strides independently),
+and it agrees with what the H100 showed for ``mma.sp`` with warp-uniform words (2026-11-24,
+:mod:`mmaformal.hw.sparse`: m16n8k32 f16/bf16 and m16n8k16 tf32 needed words that repeat every
+16 bits, m16n8k64 s8/u8 passed with 32-bit words). Status (2026-11-25): compiled and
+disassembled offline only (SASS.md); not yet confirmed on silicon by the probe.
 
 Threads that give no metadata (the other pair) get random *valid* words, so a kernel that read
 them would fail the exact self-check. Every row of a tile may have its own pattern.
