@@ -276,7 +276,10 @@ def test_runner_run_dense_a_and_integer_campaign(fake_gpu, tmp_path):
     A = wgmma_sp._dense(comp, pos, "u8", 64)
     B = rng.integers(-4, 5, size=(2, 64, 16))
     C = rng.integers(-9, 9, size=(2, 64, 16))
-    d = runner.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
+    d = wgmma_sp.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
+                     check.encode_ints(C, "s32"))
+    with pytest.raises(ValueError, match="runs through mmaformal.hw.wgmma_sp"):
+        runner.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
                    check.encode_ints(C, "s32"))
     assert (check.decode_ints(d, "s32")[0] == A @ B + C).all()
     # an exact integer campaign (wrap-around and extremes) against the theory: 0 mismatches
@@ -302,9 +305,9 @@ def test_runner_run_dense_a_and_integer_campaign(fake_gpu, tmp_path):
 
 
 def test_hw_validate_runs_sparse_wgmma(fake_gpu, tmp_path, capsys):
-    from mmaformal.hw import validate
+    from mmaformal import cli
     name = "sm90/wgmma.sp.m64n16k64.satfinite.s32.s8.s8"
-    assert validate.main([name, "--tests", "10240", "--out", str(tmp_path)]) == 0
+    assert cli.main(["hw", "validate", name, "--tests", "10240", "--out", str(tmp_path)]) == 0
     import json
     r = json.loads((tmp_path / "sm90_wgmma.sp.m64n16k64.satfinite.s32.s8.s8.json").read_text())
     assert r["tests"] >= 10240 and r["mismatches"] == 0 and len(r["classes"]) == 10

@@ -9,8 +9,8 @@ for each input class, tiles are generated (mmaformal.classes), run on the GPU
 (mmaformal.hw.runner.run) and in mmaformal.simulate, and compared. Mismatching dot products
 are saved as counterexamples with the hardware output and the device, driver, nvcc and date;
 a sample of every class (inputs and hardware outputs) is saved so the tests can replay it
-without a GPU. Sparse wgmma names go to :func:`mmaformal.hw.wgmma_sp.campaign` (compressed A,
-kept positions and per-thread metadata words; its exact self-check runs first there).
+without a GPU. Sparse wgmma forms have their own campaign (:func:`mmaformal.hw.wgmma_sp.campaign`;
+``mmaformal hw validate`` sends them there).
 
 May import: numpy, mmaformal.classes, mmaformal.isa, mmaformal.hw.runner and .check, mmaformal.simulate.
 Invariant: what is recorded is what was run and seen; nothing is written for a class whose
@@ -239,14 +239,8 @@ def main(argv=None) -> int:
     print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
     for name in names:
         try:
-            if name.startswith("sm90/wgmma.sp."):   # sparse wgmma: its own tiles and metadata
-                from . import wgmma_sp
-                r = wgmma_sp.campaign(isa.lookup(name).name, a.tests, a.seed, a.out,
-                                      wgmma_sp.DECLARED[isa.lookup(name).a],
-                                      klasses=a.classes.split(","))
-            else:
-                r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample,
-                             workers=a.workers, fast_c=a.fast_c)
+            r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample,
+                         workers=a.workers, fast_c=a.fast_c)
         except Exception as e:  # keep going: one broken instruction must not hide the others
             print(f"{name:44s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
             rc |= 2
