@@ -324,7 +324,27 @@ RECS = paths.shipped("counterexamples") / "hw" / "2026-11-25-h100-issue14d"
 RECORDS = sorted(p for p in RECS.glob("sm90_*.json"))
 
 
-@pytest.mark.parametrize("rec", RECORDS, ids=lambda p: p.stem)
+def _first_per_theory_and_n(records):
+    """One record per (type combination, D format) at the smallest and the largest N that
+    ran: the default run's share; `pytest -m slow` replays every record (about 1 s each)."""
+    import re
+    out = []
+    for p in records:
+        key = re.sub(r"m64n\d+k", "k", p.stem)
+        n = int(re.search(r"m64n(\d+)k", p.stem).group(1))
+        out.append((key, n, p))
+    keep = set()
+    for key in {k for k, _, _ in out}:
+        ns = sorted((n, p) for k, n, p in out if k == key)
+        keep.update({ns[0][1], ns[-1][1]})
+    return sorted(keep)
+
+
+REPRESENTATIVE = _first_per_theory_and_n(RECORDS)
+FULL = [pytest.param(p, marks=pytest.mark.slow) for p in RECORDS if p not in REPRESENTATIVE]
+
+
+@pytest.mark.parametrize("rec", REPRESENTATIVE + FULL, ids=lambda p: getattr(p, "stem", p))
 def test_record_replays(rec):
     """Every class's kept 8 x 8 block of hardware outputs is reproduced by the theory that the
     campaign ran (its hash unchanged), and a corroborated primary had a clean >= 10^7 run."""

@@ -55,7 +55,7 @@ from . import minimize as _min
 from .cache import CACHE, Cache, solve_cached
 from .frame import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput,
                     InternalError, add_common, run_verb, verb_main)
-from .model import (BACKENDS, WHERE_HELP, Inputs, Model, Witness, _hex, approx_equal, arith_key, check,
+from .model import (BACKENDS, REDUCTION_SPARSE, WHERE_HELP, Inputs, Model, Witness, _hex, approx_equal, arith_key, check,
                     check_same_formats, evaluate, free_vars, from_spec, mutate, neg_bits,
                     parse_backends, parse_where, portable, replay, resolve, resolve_pair,
                     smt2_text, step_diff, twin_mutations)
@@ -223,7 +223,9 @@ def adjacent_pairs(patterns: Sequence[str]) -> tuple[list[list[list[str]]], int]
                     same += 1
                 else:
                     groups.setdefault((ka, kb), []).append([A, B])
-    return list(groups.values()), same
+    # dense pairs first: the query is built on the first pair (model.REDUCTION_SPARSE)
+    sp = lambda pair: bool(isa.lookup(pair[0]).sparse)
+    return [sorted(g, key=sp) for g in groups.values()], same
 
 
 def pair_job(pairs: list[list[str]], solver: str = "bitwuzla", timeout: float | None = 60,
@@ -245,10 +247,13 @@ def save_pairs(job, r: dict) -> dict:
     if res is None:
         return {}
     A, B = res["A"], res["B"]
+    from .. import isa
     saved = []
+    sparse = [n for pair in r["group"][1:] for n in pair if isa.lookup(n).sparse]
+    note = res["note"] + (f" [{REDUCTION_SPARSE}]" if sparse and not A.ins.sparse else "")
     for f in res["found"]:
         saved.append(str(cex.write("distinguish", [A, B], f.witness, f.outputs,
-                                   claim=f"{A.label} and {B.label} differ", note=res["note"],
+                                   claim=f"{A.label} and {B.label} differ", note=note,
                                    solver=res["solver"], seconds=res["seconds"], step=f.step,
                                    group=r["group"])))
     if res["status"] == "equivalent" and res["twin"] and res["twin"]["status"] == "sat":
