@@ -145,6 +145,33 @@ class UnknownInstruction(ValueError):
         super().__init__(msg)
 
 
+#: A formats whose sparse forms keep aligned pairs of elements (see sparse_group).
+_SPARSE_PAIRED = frozenset({"s4", "u4"})
+
+
+def sparse_group(fmt: str) -> tuple[int, int, int]:
+    """(G, kept, unit) of a structured-sparse A of format `fmt` (mma.sp, mma.sp::ordered_metadata,
+    wgmma.sp, v_smfmac): `kept` of every G consecutive elements of a row are kept, in units of
+    `unit` consecutive elements kept or dropped together (one metadata index per kept unit).
+    The one definition of these numbers: mmaformal.sparse (the contract: checks, compression,
+    the symbolic rule) and mmaformal.hw.sparse (the harness) read them from here.
+
+    - 16- and 8-bit formats (f16, bf16, e4m3, e5m2, s8, u8, AMD fp8/bf8/i8): (4, 2, 1), 2:4.
+      Source: PTX ISA 9.7.14.6.1 "Sparse matrix storage"; AMD CDNA3 ISA, SMFMAC (4:2).
+    - tf32: (2, 1, 1), 1:2. Source: PTX ISA 9.7.14.6.1.
+    - s4, u4: (8, 4, 2): 2 kept aligned pairs (2p, 2p + 1) of the 4 pairs of every 8 elements,
+      one 2-bit index per kept pair. Source: PTX ISA 9.7.14.6.1 (.u4/.s4: 4:8, zeros and
+      non-zeros clustered in two-element sub-chunks); H100 campaign 2026-11-24
+      (counterexamples/hw/2026-11-24-h100-issue14-sparse/: the 32 sm90 s4/u4 mma.sp forms, 10^7
+      dot products each, replayed with equal digests under this rule).
+    """
+    if fmt == "tf32":
+        return 2, 1, 1
+    if fmt in _SPARSE_PAIRED:
+        return 8, 4, 2
+    return 4, 2, 1
+
+
 @dataclasses.dataclass(frozen=True)
 class Instruction:
     """One instruction on one architecture. Formats are mmaformal format names."""
@@ -173,10 +200,11 @@ class Instruction:
 
     @property
     def sparsity(self) -> tuple[int, int]:
-        """(group, kept): (1, 1) dense; (4, 2) for 2:4 sparse A; (2, 1) for tf32 (PTX: 1:2)."""
+        """(group, kept): (1, 1) dense; for a sparse A `sparse_group(a)[:2]`: (4, 2) 2:4, (2, 1)
+        tf32 1:2, (8, 4) s4/u4 (4:8 in aligned pairs)."""
         if not self.sparse:
             return (1, 1)
-        return (2, 1) if self.a == "tf32" else (4, 2)
+        return sparse_group(self.a)[:2]
 
     @property
     def integer(self) -> bool:

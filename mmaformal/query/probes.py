@@ -173,13 +173,11 @@ class _Builder:
         return True
 
     def _sparse_ok(self, a: list) -> bool:
-        """A dense A row of a sparse instruction keeps the 2:4 (1:2) pattern."""
+        """A dense A row of a sparse instruction keeps the 2:4 (1:2; s4/u4 4:8 in pairs) pattern."""
         if not self.ins.sparse:
             return True
-        from ..sparse import zero_mask
-        G, kept = self.ins.sparsity
-        zm = zero_mask(self.ins.a)
-        return all(sum(1 for x in a[g:g + G] if int(x) & zm) <= kept for g in range(0, len(a), G))
+        from ..sparse import row_ok
+        return row_ok(self.ins, a)
 
     def add_raw(self, feature: str, desc: str, a: list, b: list, c: int) -> None:
         K = self.ins.k
