@@ -202,3 +202,18 @@ def test_recorded_h100_tiles_replay_through_simulate_cli(stem, tmp_path, capsys)
                      "--out", str(tmp_path / "dd.npy")]) == 0, capsys.readouterr().err
         assert np.array_equal(np.load(tmp_path / "dd.npy"), D)
     assert n == 2 * A.shape[0] * ins.m * ins.n
+
+
+def test_queries_on_4bit_sparse_keep_pairs():
+    """The query layer's dense-A form (sparse.derive over z3): a distinguishing witness between
+    the wrapping and the .satfinite s4 form keeps the pair rule (oracle), and .sp equals
+    ::ordered_metadata on every legal dense A (proved; the broken twin is SAT)."""
+    from mmaformal.query import distinguish as D
+    from mmaformal.query import prove as P
+    a = D.resolve(S4)
+    st, found, *_ = D.search(D.build(a, D.resolve(S4.replace("k64.", "k64.satfinite.")), []), 1,
+                             "bitwuzla", 60)
+    assert st == "distinguished"
+    assert OP.legal_dense(list(found[0].witness.a), "s4")
+    r = P.prove_equiv(a, D.resolve(S4.replace("mma.sp.", "mma.sp::ordered_metadata.")), timeout=60)
+    assert r["status"] == "proved" and r["twin"]["status"] == "sat"

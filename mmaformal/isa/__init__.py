@@ -30,9 +30,13 @@ Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`
     sparse        NVIDIA: "" (dense), "sp" or "sp::ordered_metadata" (or a list), spelled by the
                   placeholder {sp} (".sp" / ".sp::ordered_metadata"); AMD v_smfmac_* are sparse
                   by family. Sparse forms keep the logical K in k: A is M x K with 2 of every 4
-                  consecutive elements kept (tf32: 1 of 2), passed compressed (M x K/2) with
-                  metadata (mmaformal.sparse)
-    sass          expected SASS / machine mnemonic template ("" = unknown or not native)
+                  consecutive elements kept (tf32: 1 of 2; s4/u4: 2 aligned pairs of every 8,
+                  see sparse_group), passed compressed (M x K/2) with metadata (mmaformal.sparse)
+    sass          expected SASS template: the tensor-core (MMA-class) machine instructions the
+                  form compiles to, in program order, as mmaformal.hw.sass lists them: one
+                  mnemonic, or `N*MNEMONIC` for N of them, parts joined by " + " (e.g.
+                  "2*IMMA.16816.S8.S8"); "" = not known, or no tensor-core instruction (`note`
+                  says which). Placeholders also {kh} (k / 2) and {A8} {B8} (s4/u4 -> S8/U8)
     source        short citation (PTX ISA section, AMD ISA guide, seed paper table); required
     note          free text for reviewers (optional)
 
@@ -232,7 +236,12 @@ _TOP_KEYS = frozenset({"meta", "instruction"})
 _META_KEYS = frozenset({"vendor", "ptx_isa", "description"})
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _TEMPLATE_FIELDS = frozenset({"m", "n", "k", "a", "b", "c", "d", "scale", "blocks",
-                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP", "sp"})
+                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP", "sp",
+                              "kh", "A8", "B8"})
+#: {A8} / {B8}: the upper-case format with a 4-bit integer widened to its 8-bit container (the
+#: SASS of 4-bit integer forms on sm_90 runs on 8-bit IMMA); {kh}: k / 2 (SASS of a K split
+#: into two instructions).
+_WIDEN8 = {"s4": "S8", "u4": "U8"}
 
 
 def _fail(where: str, msg: str) -> ValueError:
@@ -502,7 +511,8 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
         vals = dict(m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale, blocks=blocks,
                     A=a.upper(), B=b.upper(), C=c.upper(), D=d.upper(), S=scale.upper(),
                     sat=".satfinite" if sat else "", SAT=".SAT" if sat else "",
-                    bop=bop, BOP=bop.upper(), sp=f".{sp}" if sp and sp != "smfmac" else "")
+                    bop=bop, BOP=bop.upper(), sp=f".{sp}" if sp and sp != "smfmac" else "",
+                    kh=k // 2, A8=_WIDEN8.get(a, a.upper()), B8=_WIDEN8.get(b, b.upper()))
         qualifier = _fill(where, e["qualifier"], vals)
         vendor = VENDOR_OF[arch]
         if _FAMILY_VENDOR[family] != vendor:

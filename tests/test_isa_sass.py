@@ -1,0 +1,60 @@
+"""The catalog's `sass` field against the SASS the H100 campaigns recorded (nvcc 13.0 +
+cuobjdump, sm_90a; mmaformal/hw/evidence/*/sass.txt, one line per harness kernel: the
+instruction and its MMA mnemonics with counts). The evidence files are parsed here,
+independently of mmaformal.isa's template filling."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import mmaformal
+from mmaformal import isa
+
+PKG = Path(mmaformal.__file__).resolve().parent
+EVIDENCE = sorted((PKG / "hw" / "evidence").glob("*/sass.txt"))
+_PART = r"(?:[1-9][0-9]*\*)?[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*"
+GRAMMAR = re.compile(rf"^(?:{_PART}(?: \+ {_PART})*)?$")
+
+
+def recorded(files=EVIDENCE) -> dict[str, str]:
+    """{instruction: expected sass spelling} of every evidence line ("(none)" -> "")."""
+    out = {}
+    for f in files:
+        for line in f.read_text().splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            name, mn = line.split("\t")
+            parts = []
+            if mn.strip() != "(none)":
+                for p in mn.split(", "):
+                    m = re.fullmatch(r"(\S+) x([0-9]+)", p.strip())
+                    assert m, (f, line)
+                    parts.append(m[1] if m[2] == "1" else f"{m[2]}*{m[1]}")
+            assert out.get(name, " + ".join(parts)) == " + ".join(parts), name   # files agree
+            out[name] = " + ".join(parts)
+    return out
+
+
+def test_every_sass_field_is_well_formed():
+    bad = [(i.name, i.sass) for i in isa.instructions() if not GRAMMAR.match(i.sass)]
+    assert not bad, bad[:5]
+
+
+def test_recorded_sm90_sass_equals_the_catalog():
+    rec = recorded()
+    assert len(rec) >= 237
+    cat = isa.catalog()
+    missing = sorted(n for n in rec if n not in cat)
+    assert not missing, missing[:5]
+    wrong = [(n, cat[n].sass, s) for n, s in sorted(rec.items()) if cat[n].sass != s]
+    assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("line,want", [("X.1 x1", "X.1"), ("X.1 x2", "2*X.1"),
+                                       ("X x2, Y x1", "2*X + Y"), ("(none)", "")])
+def test_evidence_parser(tmp_path, line, want):
+    f = tmp_path / "sass.txt"
+    f.write_text(f"# comment\nsm90/whatever\t{line}\n")
+    assert recorded([f]) == {"sm90/whatever": want}
