@@ -292,7 +292,7 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
             SB = np.ascontiguousarray(np.pad(SB, ((0, nb), (0, 0)), constant_values=one))
         K = Kp
     nsteps = K // k
-    if ins.sparse:         # A dense, 2:4 (tf32 1:2) in every group; the metadata is derived
+    if ins.sparse:         # A dense, 2:4 (tf32 1:2, s4/u4 pairs) in every group; metadata derived
         from . import sparse as _sp
         _sp.compress(Am.reshape(M, nsteps, k).swapaxes(0, 1), ins, f"{name} (K-step, row)")
     split_k = int(split_k)

@@ -217,3 +217,29 @@ def test_queries_on_4bit_sparse_keep_pairs():
     assert OP.legal_dense(list(found[0].witness.a), "s4")
     r = P.prove_equiv(a, D.resolve(S4.replace("mma.sp.", "mma.sp::ordered_metadata.")), timeout=60)
     assert r["status"] == "proved" and r["twin"]["status"] == "sat"
+
+
+def test_emulate_4bit_sparse_gemm():
+    """A GEMM on s4 mma.sp with a dense A keeping 2 aligned pairs of every 8 (chosen by the
+    oracle): D equals the exact integer product (wrap-around s32); a row that keeps a third
+    pair is refused."""
+    from mmaformal.emulate import matmul
+    rng = np.random.default_rng(4)
+    M, K, N = 16, 256, 8
+    legal = OP.all_legal_groups("s4")
+    keep = np.zeros((M, K), bool)
+    for i in range(M):
+        for g in range(K // 8):
+            keep[i, [g * 8 + p for p in legal[rng.integers(len(legal))]]] = True
+    A = np.where(keep, rng.integers(0, 16, (M, K)), 0).astype(np.uint8)
+    B = rng.integers(0, 16, (K, N), dtype=np.uint8)
+    C = rng.integers(0, 1 << 32, (M, N), dtype=np.uint64).astype(np.uint32)
+    sv = lambda x: np.where(x >= 8, x.astype(np.int64) - 16, x.astype(np.int64))
+    ref = (sv(A) @ sv(B) + C.view(np.int32)) % 2 ** 32
+    D = matmul(A, B, C, S4, split_k=2, backend="numpy")
+    assert np.array_equal(D.astype(np.int64), ref)
+    assert OP.legal_dense([int(x) for x in A[0]], "s4")
+    A[3, 8:16] = [1, 0, 0, 2, 0, 0, 3, 0]                # pairs 0, 1, 3 of group k 8..15
+    with pytest.raises(ValueError, match=r"\(K-step, row\): dense A breaks 4:8 \(aligned pairs\) "
+                                         r"sparsity in row \(0, 3\), group k 8\.\.15"):
+        matmul(A, B, C, S4)
