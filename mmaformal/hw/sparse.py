@@ -22,8 +22,8 @@ the metadata registers is not needed then, whatever it is): a tile's rows must s
 pattern, 16-bit patterns are repeated in both halves and 64-bit patterns must have equal
 halves. :func:`tile_words` splits a tile whose rows differ into one launch per pattern.
 
-May import: numpy and mmaformal.sparse (the group rule). Invariant: bit patterns are moved, never interpreted, except "is the
-pattern zero" when compressing a dense A.
+May import: numpy and mmaformal.sparse (the group rule). Invariant: bit patterns are moved,
+never interpreted, except "is the pattern zero" when compressing a dense A.
 """
 
 from __future__ import annotations
