@@ -243,3 +243,23 @@ def test_emulate_4bit_sparse_gemm():
     with pytest.raises(ValueError, match=r"\(K-step, row\): dense A breaks 4:8 \(aligned pairs\) "
                                          r"sparsity in row \(0, 3\), group k 8\.\.15"):
         matmul(A, B, C, S4)
+
+
+def test_probes_on_4bit_sparse_keep_pairs(tmp_path):
+    """Probe files of an s4 mma.sp form: every A row keeps the pair rule (oracle), and the
+    recorded predictions are what simulate gives on them."""
+    from mmaformal.query import probes as P
+    from mmaformal.simulate import simulate
+    m = P.write(S4, tmp_path)
+    n = 0
+    for feat, f in m["features"].items():
+        if not f.get("probes"):
+            continue
+        A = np.load(tmp_path / feat / "A.npy")
+        for row in A.reshape(-1, A.shape[-1]):
+            assert OP.legal_dense([int(x) for x in row], "s4"), feat
+            n += 1
+        D = simulate(S4, A, np.load(tmp_path / feat / "B.npy"), np.load(tmp_path / feat / "C.npy"))
+        for p in (p for p in m["probes"] if p["feature"] == feat):
+            assert int(p["predictions"][S4], 16) == int(D[p["tile"], 0, 0])
+    assert n > 0
