@@ -113,7 +113,6 @@ def check_meta(meta: np.ndarray, ins: Instruction, where: str = "") -> np.ndarra
     ku = kept // unit
     if ku > 1:
         idx = (u[..., 0] // unit).reshape(u.shape[:-2] + (-1, ku))  # (..., groups, kept units)
-        what = "pair" if unit > 1 else "position"
         srt = np.sort(idx, axis=-1)
         same = (np.diff(srt, axis=-1) == 0)
         if same.any():
@@ -128,8 +127,8 @@ def check_meta(meta: np.ndarray, ins: Instruction, where: str = "") -> np.ndarra
                 q = _pos(np.argwhere(down)[0])
                 vals = E.reshape(E.shape[:-1] + (-1, kept))[q]
                 raise ValueError(f"{pre}metadata indices {', '.join(str(int(x)) for x in vals)} "
-                                 f"of group {q[-1]} of row {q[:-1]} are not increasing "
-                                 f"(sp::ordered_metadata)" + (f" by {what}" if unit > 1 else ""))
+                                 f"of group {q[-1]} of row {q[:-1]} are not increasing"
+                                 + (" pair by pair" if unit > 1 else "") + " (sp::ordered_metadata)")
     return E
 
 

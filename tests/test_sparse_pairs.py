@@ -263,3 +263,27 @@ def test_probes_on_4bit_sparse_keep_pairs(tmp_path):
         for p in (p for p in m["probes"] if p["feature"] == feat):
             assert int(p["predictions"][S4], 16) == int(D[p["tile"], 0, 0])
     assert n > 0
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.lists(st.integers(0, 15), min_size=32, max_size=32),
+       st.lists(st.integers(0, 5), min_size=8, max_size=8))
+def test_hypothesis_4bit_expand_compress(vals, choice):
+    """expand then compress gives back the kept values and the pair positions (oracle's legal
+    groups), except where a whole kept pair is zero (then the lowest free pair is taken)."""
+    ins = isa.lookup(S4)
+    legal = OP.all_legal_groups("s4")
+    E = np.array([[p for c in choice for p in legal[c]]], np.uint8)
+    Ac = np.array([vals], np.uint8)
+    A = SP.expand(Ac, E, ins)
+    want = [0] * ins.k
+    for j, k in enumerate(OP.dense_k([int(x) for x in E[0]], "s4")):
+        want[k] = vals[j]
+    assert A[0].tolist() == want
+    A2, E2 = SP.compress(A, ins)
+    assert (A2.tolist()[0], E2.tolist()[0]) == OP.compress([int(x) for x in A[0]], "s4")
+    if all(vals[2 * i] or vals[2 * i + 1] for i in range(16)):
+        assert np.array_equal(A2, Ac) and np.array_equal(E2, E)
+
