@@ -47,3 +47,17 @@ def test_raw_bits_batch_shapes():
     got, ok = check.decode_ints(d, "f32")
     assert d.dtype == np.uint32 and d.shape == (2, 3, 64, 24)
     assert ok.all() and (got == A @ B + C).all()
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", __import__("mmaformal.hw.wgmma_sp", fromlist=["x"]).PROBE_FORMS)
+def test_wgmma_sp_metadata_probe_and_selfcheck(name):
+    """Sparse wgmma: the metadata map recovered from the silicon is the declared one, and the
+    exact per-row self-check passes with it (sp-sel 0; f16/bf16/tf32 also sp-sel 1)."""
+    from mmaformal.hw import wgmma_sp
+    sels = (0, 1) if kernels.spec(name).atype in ("f16", "bf16", "tf32") else (0,)
+    for sel in sels:
+        p = wgmma_sp.meta_probe(name, sel)
+        assert p["consistent"] and p["agrees"], p["message"]
+        ok, msg = wgmma_sp.selfcheck(name, sel=sel)
+        assert ok, msg

@@ -108,7 +108,7 @@ def test_sparse_counts(cat):
     # sm80 mma.sp x {sp, sp::ordered_metadata}: f16 2 shapes x 2 acc (4) + bf16 2 + tf32 2
     # + s8/u8 2 shapes x 4 pairs x 2 sat (16) + s4/u4 16 = 40 x 2 = 80; sm89+: + e4m3/e5m2
     # m16n8k64 4 pairs x 2 = 8. sm90 wgmma.sp: 32 N x (2 f16 + 1 bf16 + 1 tf32 + 8 fp8) = 384
-    # + 18 N x 4 pairs x 2 sat = 144. gfx942: 14 v_smfmac.
+    # + 18 N (8, 16, 24, 32..256 step 16) x 4 pairs x 2 sat = 144. gfx942: 14 v_smfmac.
     assert dict(fam) == {
         ("sm80", "mma"): 80, ("sm89", "mma"): 88, ("sm90", "mma"): 88, ("sm100", "mma"): 88,
         ("sm120", "mma"): 88, ("sm90", "wgmma"): 528, ("gfx942", "smfmac"): 14,

@@ -38,9 +38,9 @@ def recorded(files=EVIDENCE) -> dict[str, str]:
                 continue
             if mn.strip() != "(none)":
                 for p in mn.split(", "):
-                    m = re.fullmatch(r"(\S+) x([0-9]+)", p.strip())
+                    m = re.fullmatch(r"(\S+)(?: x([0-9]+))?", p.strip())   # no count: x1
                     assert m, (f, line)
-                    parts.append(m[1] if m[2] == "1" else f"{m[2]}*{m[1]}")
+                    parts.append(m[1] if m[2] in (None, "1") else f"{m[2]}*{m[1]}")
             assert out.get(name, " + ".join(parts)) == " + ".join(parts), name   # files agree
             out[name] = " + ".join(parts)
     return out
@@ -70,7 +70,7 @@ def test_recorded_sm90_sass_equals_the_catalog():
 
 
 @pytest.mark.parametrize("line,want", [("X.1 x1", "X.1"), ("X.1 x2", "2*X.1"),
-                                       ("X x2, Y x1", "2*X + Y"), ("(none)", ""),
+                                       ("X x2, Y x1", "2*X + Y"), ("(none)", ""), ("X.1", "X.1"),
                                        (REFUSED, REFUSED)])
 def test_evidence_parser(tmp_path, line, want):
     f = tmp_path / "sass.txt"

@@ -11,6 +11,9 @@ from mmaformal.bits import INT
 from mmaformal.query import decompose as X
 from mmaformal.query import distinguish as D
 from mmaformal.query import prove as P
+from mmaformal.query.claims import value_lt
+from mmaformal.query.model import resolve
+from mmaformal.query.solvers import solve_smt2
 
 H80 = "sm80/mma.m16n8k16.f32.f16.f16.f32"
 H90 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
@@ -269,3 +272,44 @@ def test_equivalence_lemmas_refuse_other_differences():
     assert P.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10) is None
     with pytest.raises(D.BadInput, match="not decomposable"):
         P.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10, method="decomposed")
+
+
+# ---- integer monotonicity (decompose.monotonic_lemmas_int) and FMA chains ----------------
+
+def test_monotonic_int_satfinite_decomposed_with_twin():
+    """.satfinite (clamp at the end): every lemma UNSAT, the reversed-inequality twin SAT."""
+    r = P.prove_monotonic(resolve("sm90/mma.m8n8k16.satfinite.s32.s8.u8.s32"), timeout=60)
+    assert r["status"] == "proved" and r["method"] == "decomposed"
+    assert {p["lemma"] for p in r["parts"]} >= {"mono.id0", "mono.range", "mono.term",
+                                                "mono.acc", "mono.c"}
+    assert all(p["status"] == "unsat" for p in r["parts"])
+    assert r["twin"]["status"] == "sat"
+
+
+def test_monotonic_int_wrap_refuted_and_replayed():
+    """Without .satfinite the s32 sum wraps: a larger addend can give a smaller output, and
+    the witness replays on the int and numpy back-ends."""
+    r = P.prove_monotonic(resolve("sm90/mma.m8n8k16.s32.s8.s8.s32"), timeout=60)
+    assert r["status"] == "refuted"
+    (_, _, o1), (_, _, o2) = r["_runs"]
+    assert value_lt(o2, o1, "s32")
+
+
+def test_monotonic_int_identity_lemma_fails_for_the_clamp_per_step_rival():
+    """The rival that clamps after each k16 block is not H(c, T_k, R_k) with one clamp at the
+    end: mono.id0 is SAT, so the decomposition proves nothing about it."""
+    m = resolve("sm80.int.sat-step@sm80/mma.m16n8k32.satfinite.s32.s8.s8.s32")
+    lm = X.monotonic_lemmas_int(m, lambda a, b: P._int_addend(a, b, "s8", "s8", ""))[0]
+    assert lm.name == "mono.id0"
+    assert solve_smt2(lm.text, "bitwuzla", 60).status == "sat"
+
+
+def test_fma_chain_steps_checked_and_twin_lemma_refuted():
+    """The FMA chain is recognised step by step; the RD-rounded fma.sym lemma is SAT (the
+    broken twin of the symmetry proof), a T-FDPA theory is not an FMA chain."""
+    m = resolve("gfx908/v_mfma_f32_16x16x4f32")
+    assert X.fma_chain_steps(m) == ("f32", "RNE", "default")
+    lm = X.fma_symmetry_lemmas(m, mode="RD")[0]
+    assert solve_smt2(lm.text, "bitwuzla", 60).status == "sat"
+    with pytest.raises(X.NotDecomposable):
+        X.fma_chain_steps(resolve("sm80/mma.m16n8k16.f32.f16.f16.f32"))

@@ -8,7 +8,8 @@ counterexamples/hw/<UTC date and time>/ (mmaformal.paths; chosen once a GPU is f
 
 No GPU, no CuPy, no nvcc, or a GPU that is not sm_90: one line and exit 2 (HardwareUnavailable).
 An instruction of another architecture: says which architecture it needs, exit 2.
-May import: numpy, mmaformal.isa, mmaformal.paths, mmaformal.hw.runner / validate (lazily).
+May import: numpy, mmaformal.isa, mmaformal.paths, mmaformal.hw.runner / validate / wgmma_sp
+(lazily).
 """
 from __future__ import annotations
 
@@ -58,7 +59,11 @@ def run(args) -> int:
             raise ValueError(f"no usable GPU: {why}")
         a, b, c = (load_npy(str(p), f"--{k}") for p, k in ((args.a, "a"), (args.b, "b"), (args.c, "c")))
         meta = load_npy(str(args.meta), "--meta") if args.meta else None
-        save_npy(str(args.out), runner.run(name, a, b, c, meta=meta))
+        if name.startswith("sm90/wgmma.sp."):      # per-thread metadata words: own runner
+            from . import wgmma_sp
+            save_npy(str(args.out), wgmma_sp.run(name, a, b, c, meta))
+        else:
+            save_npy(str(args.out), runner.run(name, a, b, c, meta=meta))
         return 0
     from . import validate
     names = [_supported(n) for n in args.instr] + (validate.PRESETS[args.preset] if args.preset else [])
@@ -67,6 +72,28 @@ def run(args) -> int:
     ok, why = runner.available()
     if not ok:
         raise ValueError(f"no usable GPU: {why}")
+    sp = [n for n in names if n.startswith("sm90/wgmma.sp.")]
+    names = [n for n in names if n not in sp]
+    rc = 0
+    if sp and not args.out:
+        import datetime as _dt
+        from .. import paths
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d-%H%M%S")
+        args.out = paths.store("counterexamples") / "hw" / f"{stamp}-validate"
+    for n in sp:                                    # sparse wgmma: its own tiles and metadata
+        from . import wgmma_sp
+        kl = args.classes.split(",") if args.classes else None
+        try:
+            r = wgmma_sp.campaign(n, args.tests, args.seed, args.out,
+                                  wgmma_sp.DECLARED[isa.lookup(n).a], klasses=kl)
+        except RuntimeError as e:                   # the layout self-check failed
+            print(f"{n:44s} ERROR {str(e).splitlines()[0][:200]}", flush=True)
+            rc |= 2
+            continue
+        print(f"{n:44s} {r['tests']:11,d} {r['mismatches']:9,d}  {r['theory']}", flush=True)
+        rc |= int(r["mismatches"] > 0)
+    if not names:
+        return rc
     argv = names + ["--tests", str(args.tests), "--seed", str(args.seed)]
     if args.classes:
         argv += ["--classes", args.classes]
@@ -76,4 +103,4 @@ def run(args) -> int:
         stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d-%H%M%S")
         args.out = paths.store("counterexamples") / "hw" / f"{stamp}-validate"
     argv += ["--out", str(args.out)]
-    return validate.main(argv)
+    return validate.main(argv) | rc

@@ -252,6 +252,8 @@ def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = No
     """
     cp = _cupy()
     s = _spec(name)
+    if s.sparse and s.family == "wgmma":
+        raise ValueError(f"{s.name}: sparse wgmma runs through mmaformal.hw.wgmma_sp")
     f = _function(name)
     T = int(a_img.shape[0])
     d_img = cp.empty((T, len(kernels.operand_tables(s.name)["d"])), dtype=s.storage("d"))
@@ -325,6 +327,9 @@ def run(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, meta: np.ndar
     strides: diagnostics only.
     """
     s0 = _spec(name)
+    if s0.sparse and s0.family == "wgmma":
+        raise ValueError(f"{s0.name}: sparse wgmma runs through mmaformal.hw.wgmma_sp.run "
+                         "(per-thread metadata words)")
     if s0.sparse:
         return _run_sparse(s0, a, b, c, meta, chunk_bytes)
     if meta is not None:

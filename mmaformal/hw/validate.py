@@ -9,7 +9,8 @@ for each input class, tiles are generated (mmaformal.classes), run on the GPU
 (mmaformal.hw.runner.run) and in mmaformal.simulate, and compared. Mismatching dot products
 are saved as counterexamples with the hardware output and the device, driver, nvcc and date;
 a sample of every class (inputs and hardware outputs) is saved so the tests can replay it
-without a GPU.
+without a GPU. Sparse wgmma forms have their own campaign (:func:`mmaformal.hw.wgmma_sp.campaign`;
+``mmaformal hw validate`` sends them there).
 
 May import: numpy, mmaformal.classes, mmaformal.isa, mmaformal.hw.runner and .check, mmaformal.simulate.
 Invariant: what is recorded is what was run and seen; nothing is written for a class whose
@@ -122,7 +123,10 @@ def _rivals(name: str, primary) -> list:
 
 def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: Path | None = None,
              sample: int = 512, chunk_dots: int = 1 << 21, workers: int = 0, max_cex: int = 20,
-             rivals: bool = True, fast_c: bool = False) -> dict:
+             rivals: bool = True, fast_c: bool = False, sample_block=None) -> dict:
+    """``sample_block`` = (rows, ncols): keep of each class only those rows of tile 0 and its
+    first ncols columns (2-D arrays; mmaformal.hw.wgmma_sp.replay_sample replays them) instead
+    of whole tiles (the records of the large-N forms stay small)."""
     from . import check, runner
     from ..simulate import simulate
     from .. import theory as _theory
@@ -179,7 +183,12 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
             for t, i, j in list(zip(*bad))[: max(0, max_cex - sum(1 for x in cex if x["class"] == klass))]:
                 cex.append({"class": klass, "a": [_hex(x) for x in A[t, i, :]], "b": [_hex(x) for x in B[t, :, j]],
                             "c": _hex(Cm[t, i, j]), "hardware": _hex(D[t, i, j]), "simulated": _hex(Dsim[t, i, j])})
-            if klass not in samples:
+            if klass not in samples and sample_block is not None:
+                r, nc = np.asarray(sample_block[0]), int(sample_block[1])
+                cols = np.arange(nc)
+                samples[klass] = (A[0, r].copy(), B[0, :, :nc].copy(), Cm[0][np.ix_(r, cols)],
+                                  D[0][np.ix_(r, cols)])
+            elif klass not in samples:
                 k = max(1, min(T, -(-sample // dots_per_tile)))
                 samples[klass] = (A[:k].copy(), B[:k].copy(), Cm[:k].copy(), D[:k].copy())
             done += T * dots_per_tile

@@ -61,7 +61,7 @@ import time
 from typing import Sequence
 
 from .. import fp, mma
-from ..bits import BV, Z3Backend
+from ..bits import BV, Z3Backend, ite
 from .cache import solve_cached
 from .model import Inputs, Model, approx_equal, free_vars, neg_bits, smt2_text
 
@@ -527,6 +527,202 @@ def run_lemmas(lemmas: Sequence[Lemma], solver: str, timeout: float | None,
         if r.status != "unsat":
             return "unknown", parts
     return "proved", parts
+
+
+# ============================================================================================
+# FMA chains (mma.fma_chain, Phi_FMA): symmetry and monotonicity step by step
+# ============================================================================================
+
+COMBINATION_SYMMETRY_FMA = (
+    "the output is d_K with d_0 = c and d_(k+1) = fma(a_k, b_k, d_k) (checked syntactically: "
+    "each traced accumulator is the same term as fp.fma of the step's inputs and the previous "
+    "accumulator); fma.sym: fma(-a, b, -d) ~ -fma(a, b, d) for all a, b, d; congruence, d ~ d' "
+    "=> fma(a, b, d) ~ fma(a, b, d'): equal bits give the same term, fma.cong.zero: fma(a, b, "
+    "+0) ~ fma(a, b, -0), fma.cong.nan: a NaN d gives a NaN output. Induction: s(d_0) = -c = -d_0; s(d_(k+1)) = fma(-a_k, "
+    "b_k, s(d_k)) ~ fma(-a_k, b_k, -d_k) (cong, s(d_k) ~ -d_k) ~ -d_(k+1) (sym); ~ (equal, both "
+    "NaN, or both zero) is an equivalence relation that negation respects.")
+
+COMBINATION_MONOTONIC_FMA = (
+    "the output is d_K with d_0 = c and d_(k+1) = fma(a_k, b_k, d_k) (checked syntactically); "
+    "for finite a, b: fma.nan: a NaN d gives a NaN output; fma.mono.acc: d <= d' (neither NaN) "
+    "gives fma(a, b, d) <= fma(a, b, d') unless one is NaN; fma.mono.prod: a*b < a'*b' exactly "
+    "gives fma(a, b, d) <= fma(a', b', d) unless one is NaN. Two inputs that differ in addend k "
+    "have the same d_k (or, for c, d_0 < d'_0); step k orders d_(k+1) <= d'_(k+1) and every "
+    "later step keeps the order; a NaN accumulator stays NaN to the output, where the claim "
+    "excludes it.")
+
+
+def fma_chain_steps(m: Model) -> tuple[str, str, object]:
+    """(format, mode, nan) of an FMA-chain model whose traced output is the chain d_(k+1) =
+    fp.fma(a_k, b_k, d_k) from d_0 = c, checked syntactically (NotDecomposable otherwise)."""
+    th = m.theory
+    if th.model != "fma" or m.ins.sparse or m.ins.scale:
+        raise NotDecomposable(f"model {th.model} is not an FMA chain")
+    p = th.param_dict
+    f, mode, nan = (th.convert or m.ins.a), p.get("mode", "RNE"), p.get("nan", "default")
+    K, inp, out, notes = traced_dot(m)
+    accs = [v["acc"] for label, v in notes if label == "fma_step"]
+    if th.convert or len(accs) != m.k or m.ins.c != f or m.ins.d != f:
+        raise NotDecomposable("the trace is not one FMA per k on the input elements")
+    prev = inp.c
+    for k, acc in enumerate(accs):
+        if not fp.fma(f, inp.a[k], inp.b[k], prev, mode, nan).v.eq(acc.v):
+            raise NotDecomposable(f"step {k} is not fma(a_{k}, b_{k}, d_{k})")
+        prev = acc
+    if not prev.v.eq(out.v):
+        raise NotDecomposable("the output is not the last accumulator")
+    return f, mode, nan
+
+
+def fma_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
+    """fma.sym and fma.cong (COMBINATION_SYMMETRY_FMA). mode: another rounding for the
+    broken twin (RD: fma.sym is refuted)."""
+    import z3
+    f, md, nan = fma_chain_steps(m)
+    md = mode or md
+    K = Z3Backend()
+    a, b, d, d2 = (K.var(n, fp.fmt(f).storage, False) for n in ("a", "b", "d", "e"))
+    fm = lambda x, y, z: fp.fma(f, x, y, z, md, nan)
+    return [
+        Lemma("fma.sym", "fma(-a, b, -d) ~ -fma(a, b, d)",
+              [z3.Not(approx_equal(fm(neg_bits(a, f), b, neg_bits(d, f)),
+                                   neg_bits(fm(a, b, d), f), f).v)]),
+        # d ~ d': equal bits (the same fma), both NaN (fma.cong.nan), or both zero
+        Lemma("fma.cong.zero", "fma(a, b, +0) ~ fma(a, b, -0)",
+              [z3.Not(approx_equal(fm(a, b, K.const(0, d.w, False)),
+                                   fm(a, b, neg_bits(K.const(0, d.w, False), f)), f).v)]),
+        Lemma("fma.cong.nan", "a NaN accumulator gives a NaN output",
+              [fp.decode(f, d).nan.v, z3.Not(fp.decode(f, fm(a, b, d)).nan.v)]),
+    ]
+
+
+def fma_monotonic_lemmas(m: Model, order, term_le, reverse: bool = False) -> list[Lemma]:
+    """fma.nan, fma.mono.acc and fma.mono.prod (COMBINATION_MONOTONIC_FMA). order(x, f): a
+    signed integer in the real order of the non-NaN values of f; term_le(t1, t2): t1 <= t2
+    for exact terms (query.prove's comparisons, the claim's own). reverse: the output
+    inequalities turned (the broken twin: satisfiable)."""
+    import z3
+    f, md, nan = fma_chain_steps(m)
+    K = Z3Backend()
+    v = {n: K.var(n, fp.fmt(f).storage, False) for n in ("a", "b", "p", "q", "d", "e")}
+    a, b, a2, b2, d, d2 = (v[n] for n in ("a", "b", "p", "q", "d", "e"))
+    u = {n: fp.decode(f, x) for n, x in v.items()}
+    fin = [z3.Not((u[n].nan | u[n].inf).v) for n in ("a", "b", "p", "q")]
+    fm = lambda x, y, z: fp.fma(f, x, y, z, md, nan)
+    nn = lambda x: z3.Not(fp.decode(f, x).nan.v)
+    o1, o2 = fm(a, b, d), fm(a, b, d2)
+    o3 = fm(a2, b2, d)
+    t1 = mma.product(u["a"], u["b"])
+    t2 = mma.product(u["p"], u["q"])
+    return [
+        Lemma("fma.nan", "a NaN accumulator gives a NaN output",
+              fin + [u["d"].nan.v, nn(o1)]),
+        Lemma("fma.mono.acc", "fma is non-decreasing in the accumulator",
+              fin + [nn(d), nn(d2), (order(d, f) <= order(d2, f)).v, nn(o1), nn(o2),
+                     (order(o2, f) < order(o1, f)).v]),
+        Lemma("fma.mono.prod", "fma is non-decreasing in the exact product",
+              fin + [nn(d), z3.Not(term_le(t2, t1).v), nn(o1), nn(o3),
+                     ((order(o1, f) < order(o3, f)) if reverse else
+                      (order(o3, f) < order(o1, f))).v]),
+    ]
+
+
+# ============================================================================================
+# Monotonicity of integer MMA (mma.int_chain)
+# ============================================================================================
+
+COMBINATION_MONOTONIC_INT = (
+    "out(a, b, c) = G[T_j := t_j(a_j, b_j)] where G, the output with every product term t_j "
+    "cut to a fresh variable T_j, has no input variable but c (checked syntactically); "
+    "mono.id<k>: G = H(c, T_k, R_k) for all values, R_k = sum of the other T_j (wrap-free: "
+    "(K-1) max|t| < 2^(W-1) in the sum's width W, checked statically); mono.range: t(a, b) "
+    "lies in [t_min, t_max] for every input; mono.term: the claim's addend a_k*b_k (or the b1 "
+    "bit) increasing makes t_k increase; mono.acc: T < T' in range and R in its range give "
+    "H(c, T, R) <= H(c, T', R); mono.c: c < c' gives H(c, T, R) <= H(c', T, R). Two inputs "
+    "that differ in addend k (or c) have the same R_k, so their outputs are ordered.")
+
+
+def monotonic_lemmas_int(m: Model, addend) -> list[Lemma]:
+    """The lemmas of the monotonicity claim of an integer model (COMBINATION_MONOTONIC_INT).
+    `addend(x, y)`: the claim's exact value of a_k * b_k (query.prove). H is the exact sum
+    clamped to s32 (.satfinite with sat_at = "end") or wrapped; a theory that clamps elsewhere
+    fails mono.id (a SAT lemma: the decomposition proves nothing then)."""
+    import z3
+    ins = m.ins
+    if not fp.fmt(ins.a).is_int or m.theory.op != "int_chain" or ins.sparse:
+        raise NotDecomposable("not a dense integer MMA")
+    K = Z3Backend()
+    x = Inputs.for_model(K, m)
+    out = m.dot(K, *x.padded(m))
+    fa, fb = fp.fmt(ins.a), fp.fmt(ins.b)
+    kdim = m.k
+    W = 34 + (fa.k + 1) + (fb.k + 1) + kdim.bit_length()   # mma.int_chain's exact width
+    terms = mma._int_terms(x.a, x.b, fa, fb, ins.bop, W)
+    T = [K.var(f"T{j}_", W, True) for j in range(kdim)]
+    G = z3.substitute(out.v, *[(t.v, v.v) for t, v in zip(terms, T)])
+    left = free_vars(G) - {str(x.c.v)} - {str(v.v) for v in T}
+    if left:
+        raise NotDecomposable(f"the output keeps {sorted(left)[0]} after the product cut")
+    # static range of one product term (mma.int_chain adds it sign-extended to W bits)
+    if fa.name == "b1":
+        tmin, tmax = 0, 1
+    else:
+        ra, rb = (fa.lo, fa.hi), (fb.lo, fb.hi)
+        ps = [p * q for p in ra for q in rb]
+        tmin, tmax = min(ps), max(ps)
+    if (kdim - 1) * max(abs(tmin), abs(tmax)) + 2 ** 31 >= 2 ** (W - 2):
+        raise NotDecomposable("the sum's width is not wrap-free for the rest of the terms")
+    Gb = _bv(K, G, 32)
+    cst = lambda v: K.const(v, W, True)
+    lo_t, hi_t = cst(tmin), cst(tmax)
+    lo_r, hi_r = cst((kdim - 1) * tmin), cst((kdim - 1) * tmax)
+    C = fp.int_value(ins.c, x.c).resize(W, True)
+    sat = {"qualifier": bool(ins.satfinite), "always": True,
+           "never": False}[m.theory.param_dict.get("sat", "qualifier")]
+    lo, hi = cst(mma.INT32_MIN), cst(mma.INT32_MAX)
+
+    def H(c32: BV, t: BV, r: BV) -> BV:
+        v = fp.int_value(ins.c, c32).resize(W, True) + t + r
+        if sat:
+            v = ite(v < lo, lo, ite(hi < v, hi, v))
+        return v.bitcast(False).extract(31, 0)
+
+    s32 = lambda v: v.bitcast(True)
+    lemmas = []
+    for k in range(kdim):
+        R = None
+        for j in range(kdim):
+            if j != k:
+                R = T[j] if R is None else R + T[j]
+        R = R if R is not None else cst(0)
+        lemmas.append(Lemma(f"mono.id{k}", "G equals H(c, T_k, R_k)",
+                            [z3.Not(Gb.v == H(x.c, T[k], R).v)]))
+    # a product term: its range, and its order against the claim's addend
+    y = Inputs.for_model(K, m, prefix="p")
+    ta = mma._int_terms([x.a[0]], [x.b[0]], fa, fb, ins.bop, W)[0]
+    tb = mma._int_terms([y.a[0]], [y.b[0]], fa, fb, ins.bop, W)[0]
+    valid = []
+    for v, f in ((x.a[0], fa), (x.b[0], fb), (y.a[0], fa), (y.b[0], fb)):
+        if f.storage > f.k:
+            valid.append((v.extract(f.storage - 1, f.k) == 0).v)
+    lemmas.append(Lemma("mono.range", "every product term lies in [t_min, t_max]",
+                        valid + [z3.Not(z3.And((lo_t <= ta).v, (ta <= hi_t).v))]))
+    ea, eb = addend(x.a[0], x.b[0]), addend(y.a[0], y.b[0])
+    w = max(ea.w, eb.w, W) + 1
+    lemmas.append(Lemma("mono.term", "a larger addend gives a larger product term",
+                        valid + [(ea.resize(w, True) < eb.resize(w, True)).v,
+                                 z3.Not((ta < tb).v)]))
+    c2 = K.var("c2", 32, False)
+    t1, t2, r = K.var("Ta_", W, True), K.var("Tb_", W, True), K.var("Ra_", W, True)
+    rng = [(lo_t <= t1).v, (t1 <= hi_t).v, (lo_t <= t2).v, (t2 <= hi_t).v,
+           (lo_r <= r).v, (r <= hi_r).v]
+    lemmas.append(Lemma("mono.acc", "H is non-decreasing in the product term",
+                        rng + [(t1 < t2).v,
+                               (s32(H(x.c, t2, r)) < s32(H(x.c, t1, r))).v]))
+    lemmas.append(Lemma("mono.c", "H is non-decreasing in c",
+                        rng + [(fp.int_value(ins.c, x.c) < fp.int_value(ins.c, c2)).v,
+                               (s32(H(c2, t1, r)) < s32(H(x.c, t1, r))).v]))
+    return lemmas
 
 
 # ============================================================================================

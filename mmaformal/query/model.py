@@ -157,13 +157,37 @@ class Model:
 
 def arith_key(t: "_theory.Theory", ins: isa.Instruction) -> str:
     """Two instructions whose keys are equal have one query for every claim on one model: the
-    theory's content without its id and instruction list, the operand formats and K (M and N
-    only repeat the dot product)."""
+    theory's content without its id and instruction list, the operand formats, K (M and N
+    only repeat the dot product), and the instruction qualifiers the theory reads
+    (.satfinite, the b1 operation).
+
+    Sparse instructions whose theory sums the selected terms only (`sparse = "selected"`) key
+    as the dense function they reduce to (REDUCTION_SPARSE): K is the number of kept terms and
+    the `sparse` key is dropped, so they share the group of a dense instruction with the same
+    arithmetic."""
     c = t.content()
     c.pop("id")
     c.pop("instructions")
-    return json.dumps([c, ins.a, ins.b, ins.c, ins.d, ins.k, ins.scale, ins.scale_block],
-                      sort_keys=True)
+    k = ins.k
+    if ins.sparse and c.get("sparse") == "selected":
+        c.pop("sparse")
+        k = ins.k // ins.sparsity[0] * ins.sparsity[1]
+    return json.dumps([c, ins.a, ins.b, ins.c, ins.d, k, ins.scale, ins.scale_block,
+                       bool(ins.satfinite), ins.bop or ""], sort_keys=True)
+
+
+#: Why a claim proved or refuted on a dense instruction holds for the sparse instructions in
+#: its group (arith_key): the claims quantify over the compressed interface (kept A values,
+#: their metadata, B, C), as the hardware takes it.
+REDUCTION_SPARSE = (
+    "sparse members (theory sparse = \"selected\"): Theory._dot_sparse computes "
+    "Phi_sp(a_kept, meta, B, C) = Phi(a_kept, B[meta], C), the dense dot product (_dot_dense, the "
+    "same code with the same theory content, operand formats and K = the kept terms) of the kept "
+    "A values and the B rows their metadata selects. For every metadata, B[meta] takes every "
+    "tuple of B values, so a claim about Phi for all inputs holds for Phi_sp for all inputs "
+    "and metadata, and a witness (a, b, c) of Phi is one of Phi_sp with a_kept = a, the "
+    "canonical metadata and those B rows holding b (tests/test_campaign.py checks the "
+    "identity on random inputs for every such group)")
 
 
 def from_spec(d: dict) -> Model:

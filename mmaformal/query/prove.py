@@ -78,13 +78,13 @@ from ..bits import BV, Z3Backend, clz, ite
 from . import campaign as _campaign
 from . import decompose as _dec
 from . import minimize as _min
-from .cache import CACHE
+from .cache import CACHE, solve_cached
 from .claims import (CLAIMS, SYMMETRY_STATEMENT, SYMMETRY_STATEMENT_INT, approx_int as _approx_int,
                      bound_blocks as _bound_blocks, bound_concrete as _bound_concrete, neg_int as
                      _neg_int, neg_witness as _neg_witness, outcome, value_lt)
 from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
                     add_common, run_verb, verb_main)
-from .model import (Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check,
+from .model import (REDUCTION_SPARSE, Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check,
                     mutate, neg_bits,
                     parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
 from .proofs import depends, prune_cache, save_result, store_equivalence
@@ -195,9 +195,14 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
         Path(emit).write_text(mono_text)
     res = None
     why = ""
+    fma = m.theory.model == "fma"
     if method in ("auto", "decomposed"):
-        status, parts, why = _decomposed([_dec.structure(m)], _dec.symmetry_lemmas, method,
-                                         solver, timeout, persist, t0)
+        if fma:
+            status, parts, why = _decomposed([m], _dec.fma_symmetry_lemmas, method, solver,
+                                             timeout, persist, t0)
+        else:
+            status, parts, why = _decomposed([_dec.structure(m)], _dec.symmetry_lemmas, method,
+                                             solver, timeout, persist, t0)
         if status is not None:
             if emit:
                 for i, p in enumerate(parts):
@@ -206,7 +211,9 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
             solver_used = ",".join(sorted({p["solver"] for p in parts}))
             if status == "proved":
                 res = outcome("proved", claim, [m], _now() - t0, solver_used, method="decomposed",
-                              parts=parts, combination=_dec.COMBINATION_SYMMETRY, _texts=texts)
+                              parts=parts, _texts=texts,
+                              combination=_dec.COMBINATION_SYMMETRY_FMA if fma else
+                              _dec.COMBINATION_SYMMETRY)
             elif status == "unknown" and method == "decomposed":
                 res = outcome("unknown", claim, [m], _now() - t0, solver_used,
                               method="decomposed", parts=parts,
@@ -241,12 +248,34 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     res["query_sha256"] = sha256(mono_text)
     res["seconds"] = round(_now() - t0, 3)          # the proof (or refutation) alone
     if res["status"] == "proved" and twin:
-        res["twin"] = symmetry_twin(m, solver, timeout, backends)
+        res["twin"] = (_fma_twin(m, "symmetry", solver, timeout) if fma and
+                       res["method"] == "decomposed" else
+                       symmetry_twin(m, solver, timeout, backends))
     res["group"] = list(group) or [m.ins.name]
     res["total_seconds"] = round(_now() - t0, 3)   # with the broken twin
     if save:
         res["saved"] = save_result("symmetry", res, [m], mono_text)
     return res
+
+
+def _fma_twin(m: Model, claim: str, solver, timeout) -> dict:
+    """The broken twin of a decomposed FMA-chain proof: the step lemma that carries the claim
+    (fma.sym; fma.mono.prod) for the fma rounded toward -inf (symmetry: RD is not odd) or with
+    its inequality turned (monotonic: a larger product can give a larger output) must be
+    refuted by the same solver."""
+    t0 = _now()
+    if claim == "symmetry":
+        lm = _dec.fma_symmetry_lemmas(m, mode="RD")[0]
+        what = "fma.sym with the fma rounded toward -inf (RD)"
+    else:
+        lm = _dec.fma_monotonic_lemmas(m, _ord, _term_le, reverse=True)[2]
+        what = "fma.mono.prod with the output inequality reversed"
+    r, h, _ = solve_cached(lm.text, solver, timeout, False)
+    d = {"claim": f"{m.label}: {what}", "status": r.status, "solver": r.solver,
+         "seconds": round(_now() - t0, 3), "query_sha256": h}
+    if r.status == "sat":
+        d["verdict"] = "refuted"
+    return d
 
 
 def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
@@ -322,12 +351,42 @@ def symmetry_groups(targets: Sequence[str] = (), set_name: str | None = None) ->
                 names.extend(ts.instructions_of(ts.get(tg).id))
             except ValueError as e:
                 raise BadInput(str(e)) from None
+    return query_groups(names, ts)
+
+
+def query_groups(names: Sequence[str], ts=None) -> list[list[str]]:
+    """`names` grouped by one query (arith_key), each group in (sparse last, name) order: its
+    first instruction is the one the query is built on. A sparse instruction joins a dense
+    group by the reduction of model.REDUCTION_SPARSE; sparse instructions with no dense
+    instruction of their arithmetic are grouped by their own sparse query (the theory with its
+    `sparse` key, K, the sparsity pattern)."""
+    ts = ts or _theory.default()
     groups: dict[str, list[str]] = collections.OrderedDict()
     for n in dict.fromkeys(names):
         ins = isa.lookup(n)
-        t = ts.theories_for(ins)[0]
-        groups.setdefault(_arith_key(t, ins), []).append(n)
-    return [sorted(v) for v in groups.values()]
+        groups.setdefault(_arith_key(ts.theories_for(ins)[0], ins), []).append(n)
+    out = []
+    for g in groups.values():
+        g = sorted(g, key=lambda n: (bool(isa.lookup(n).sparse), n))
+        if not isa.lookup(g[0]).sparse:
+            out.append(g)
+            continue
+        own: dict[str, list[str]] = collections.OrderedDict()
+        for n in g:
+            ins = isa.lookup(n)
+            t = ts.theories_for(ins)[0]
+            own.setdefault(json.dumps([t.hash(), ins.k, ins.sparsity, _arith_key(t, ins)]),
+                           []).append(n)
+        out.extend(own.values())
+    return out
+
+
+def _sparse_note(names: Sequence[str]) -> str:
+    """The reduction sentence a claim carries when its group holds sparse members that are
+    decided through a dense instruction's query."""
+    if isa.lookup(names[0]).sparse or not any(isa.lookup(n).sparse for n in names):
+        return ""
+    return " [" + REDUCTION_SPARSE + "]"
 
 
 def prove_symmetry_many(groups: list[list[str]], jobs: int = 0, **opts) -> list[dict]:
@@ -521,7 +580,62 @@ def _ord(x: BV, f: str) -> BV:
     return ite(s, -m, m)
 
 
+def _int_addend(x: BV, y: BV, fa: str, fb: str, bop: str) -> BV:
+    """The exact value of the integer product a_k * b_k (b1: the bit a_k XOR/AND b_k) as a
+    signed vector wide enough for every input (the value mma.int_chain adds)."""
+    if fp.fmt(fa).name == "b1":
+        xa, xb = x.extract(0, 0), y.extract(0, 0)
+        return ((xa ^ xb) if bop == "xor" else (xa & xb)).resize(3, False).bitcast(True)
+    va, vb = fp.int_value(fa, x), fp.int_value(fb, y)
+    w = va.w + vb.w
+    return va.resize(w, True) * vb.resize(w, True)
+
+
+def _monotonic_parts_int(m: Model):
+    """The monotonicity query of an integer instruction: addends are the exact integer products
+    and c (signed s32); outputs compare as signed s32. Storage bits above an element's value
+    bits are zero (the front ends reject others)."""
+    import z3
+    ins = m.ins
+    K = Z3Backend()
+    x = Inputs.for_model(K, m)
+    y = Inputs.for_model(K, m, prefix="p")
+    kdim = m.k
+    sel = K.var("sel", max(2, (kdim + 1).bit_length()))
+    cons = [(sel <= kdim).v]
+    for inp in (x, y):
+        for v, f in [(v, ins.a) for v in inp.a] + [(v, ins.b) for v in inp.b]:
+            F = fp.fmt(f)
+            if F.storage > F.k:
+                cons.append((v.extract(F.storage - 1, F.k) == 0).v)
+    for k in range(kdim):
+        same = (x.a[k] == y.a[k]) & (x.b[k] == y.b[k])
+        cons.append(z3.Or((sel == k).v, same.v))
+        t1 = _int_addend(x.a[k], x.b[k], ins.a, ins.b, ins.bop)
+        t2 = _int_addend(y.a[k], y.b[k], ins.a, ins.b, ins.bop)
+        cons.append(z3.Implies((sel == k).v, (t1 < t2).v))             # strictly larger
+    cons.append(z3.Or((sel == kdim).v, (x.c == y.c).v))
+    cons.append(z3.Implies((sel == kdim).v,
+                           (fp.int_value(ins.c, x.c) < fp.int_value(ins.c, y.c)).v))
+    o1 = m.dot(K, *x.padded(m))
+    o2 = m.dot(K, *y.padded(m))
+    return K, x, y, cons, o1, o2, sel
+
+
+def _monotonic_viol(m: Model, o1: BV, o2: BV, reverse: bool = False):
+    """Phi(y) < Phi(x) (reverse: Phi(x) < Phi(y)) as real numbers, NaN outputs excluded."""
+    f = m.ins.d
+    if fp.fmt(f).is_int:
+        v1, v2 = fp.int_value(f, o1), fp.int_value(f, o2)
+        return ((v1 < v2) if reverse else (v2 < v1)).v
+    u1, u2 = fp.decode(f, o1), fp.decode(f, o2)
+    lt = (_ord(o1, f) < _ord(o2, f)) if reverse else (_ord(o2, f) < _ord(o1, f))
+    return (~u1.nan & ~u2.nan & lt).v
+
+
 def _monotonic_parts(m: Model):
+    if fp.fmt(m.ins.a).is_int:
+        return _monotonic_parts_int(m)
     import z3
     ins = m.ins
     K = Z3Backend()
@@ -553,7 +667,7 @@ def _monotonic_parts(m: Model):
 
 def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=None,
                     backends=("int", "numpy", "compiled"), hint: int = 0,
-                    scan: float = 0) -> dict:
+                    scan: float = 0, persist: bool | None = None) -> dict:
     """Prove or refute monotonicity. scan > 0: first a concrete search for a witness
     (witness_search.monotonic_pair, at most `scan` seconds; what it finds is replayed like a
     solver's witness). hint > 0: then look for a witness among inputs whose products other
@@ -568,7 +682,9 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
              f"addend (one product a_i*b_i, a_i and b_i both free, or c) whose exact value "
              f"increases, Phi(a', b', c') >= Phi(a, b, c) as real numbers (+0 = -0; NaN "
              f"outputs excluded) [monotonicity, Mikaitis 2024]"
-             + (" (block scales: the same finite scales on both sides)" if ins.scale else ""))
+             + (" (block scales: the same finite scales on both sides)" if ins.scale else "")
+             + (" (integers: addends are the exact products, or b1 bits, and c; outputs are "
+                "signed s32)" if fp.fmt(ins.a).is_int else ""))
     kdim = m.k
 
     def pair(w1, w2, s):
@@ -580,15 +696,37 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
         return w1, w2, r1, r2, s
 
     st, method, text = None, "monolithic", None
-    if scan:                 # before the symbolic query is built: it costs seconds at K = 32
+    if scan and not fp.fmt(ins.a).is_int:  # before the symbolic query: seconds at K = 32
         found = monotonic_pair(m, budget=scan)
         if found is not None:
             st, info, method = "sat", pair(*found), "search"
             r = Result("sat", "search (numpy lanes)", "", _now() - t0)
+    integer = fp.fmt(ins.a).is_int and m.theory.op == "int_chain" and not ins.sparse
+    if st is None and (integer or m.theory.model == "fma"):
+        if integer:
+            addend = lambda a, b: _int_addend(a, b, ins.a, ins.b, ins.bop)
+            make, comb = (lambda mm: _dec.monotonic_lemmas_int(mm, addend),
+                          _dec.COMBINATION_MONOTONIC_INT)
+        else:
+            make, comb = (lambda mm: _dec.fma_monotonic_lemmas(mm, _ord, _term_le),
+                          _dec.COMBINATION_MONOTONIC_FMA)
+        status, parts, why = _decomposed([m], make, "auto", solver, timeout,
+                                         save if persist is None else persist, t0)
+        if status == "proved":
+            texts = {p["sha256"]: p.pop("text") for p in parts}
+            res = outcome("proved", claim, [m], _now() - t0,
+                          ",".join(sorted({p["solver"] for p in parts})), method="decomposed",
+                          parts=parts, combination=comb, _texts=texts)
+            res["twin"] = (_monotonic_twin(m, solver, timeout, backends) if integer else
+                           _fma_twin(m, "monotonic", solver, timeout))
+            res["query_sha256"] = None
+            if save:
+                res["saved"] = save_result("monotonic", res, [m], "")
+            res["seconds"] = round(_now() - t0, 3)
+            return res
     if st is None:
         K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
-        u1, u2 = fp.decode(ins.d, o1), fp.decode(ins.d, o2)
-        viol = (~u1.nan & ~u2.nan & (_ord(o2, ins.d) < _ord(o1, ins.d))).v
+        viol = _monotonic_viol(m, o1, o2)
 
     def chk(model):
         return pair(x.witness(model), y.witness(model), model.get("sel", 0))
@@ -631,8 +769,7 @@ def _monotonic_twin(m, solver, timeout, backends):
     constraints are not vacuous."""
     t0 = _now()
     K, x, y, cons, o1, o2, sel = _monotonic_parts(m)
-    u1, u2 = fp.decode(m.ins.d, o1), fp.decode(m.ins.d, o2)
-    rev = (~u1.nan & ~u2.nan & (_ord(o1, m.ins.d) < _ord(o2, m.ins.d))).v
+    rev = _monotonic_viol(m, o1, o2, reverse=True)
 
     def chk(model):
         w1, w2 = x.witness(model), y.witness(model)
@@ -693,7 +830,8 @@ def _bound_parts(m: Model, F_claim: int | None = None):
     exact = _fixed(fp.decode(fc, x.c), U, W)
     for a, b in zip(x.a, x.b):
         ua, ub = fp.decode(fa, a), fp.decode(fb, b)
-        ew = max(ua.exp.w, ub.exp.w) + 2
+        # wide enough for the unit offset too (fp4/fp6 exponents are 2-3 bits, U ~ -150)
+        ew = max(ua.exp.w, ub.exp.w, (fa.t + fb.t + U).bit_length() + 1) + 2
         e = ua.exp.resize(ew) + ub.exp.resize(ew) - (fa.t + fb.t + U)
         pw = ua.sig.w + ub.sig.w
         sig = (ua.sig.resize(pw) * ub.sig.resize(pw)).resize(W)
@@ -921,7 +1059,8 @@ def prove_job(claim: str, names: list[str], solver: str = "bitwuzla",
         res = prove_symmetry(m, solver, timeout, method, False, None, backends, twin, names,
                              persist=bool(cache_dir))
     elif claim == "monotonic":
-        res = prove_monotonic(m, solver, timeout, False, None, backends, hint=hint, scan=scan)
+        res = prove_monotonic(m, solver, timeout, False, None, backends, hint=hint, scan=scan,
+                              persist=bool(cache_dir))
     elif claim == "bound":
         res = prove_bound(m, solver, timeout, False, None, backends, rounds, method)
     elif claim == "unobservable":
@@ -930,6 +1069,7 @@ def prove_job(claim: str, names: list[str], solver: str = "bitwuzla",
     else:
         raise BadInput(f"prove --all takes {', '.join(ALL_CLAIMS)}, not {claim!r}")
     res["group"] = list(names)
+    res["claim"] = res["claim"] + _sparse_note(names)
     return res
 
 
@@ -961,14 +1101,8 @@ def claim_groups(claim: str, patterns: Sequence[str] = (), change=None
         if not hit:
             raise BadInput(f"pattern {pat!r} matches no instruction")
         names.extend(hit)
-    ts = _theory.default()
-    groups: dict[str, list[str]] = {}
-    for n in dict.fromkeys(names):
-        ins = isa.lookup(n)
-        groups.setdefault(_arith_key(ts.theories_for(ins)[0], ins), []).append(n)
     out, left = [], {}
-    for g in groups.values():
-        g = sorted(g)
+    for g in query_groups(names):
         why = _applies(claim, g, change)
         if why:
             left[why] = left.get(why, 0) + len(g)
@@ -1102,7 +1236,8 @@ def prove_all(args) -> int:
                        f"instructions matched ({'; '.join(left)})")
     stored = {} if args.redo else stored_verdicts(claim, change)
     # largest groups first: an interrupted campaign has decided the most instructions
-    todo = sorted((g for g in groups if not all(n in stored for n in g)), key=lambda g: -len(g))
+    todo = sorted((g for g in groups if not all(n in stored for n in g)),
+                  key=(len if getattr(args, "smallest_first", False) else lambda g: -len(g)))
     limit = _campaign.default_limit(args)
     backends = list(parse_backends(args.replay))
     import tempfile
@@ -1170,6 +1305,9 @@ def add_all_options(c: argparse.ArgumentParser, jobs_flag: bool = True,
                         "group of instructions with one query, through the campaign runner")
     c.add_argument("--redo", action="store_true",
                    help="with --all: also the groups that have a stored verdict")
+    c.add_argument("--smallest-first", action="store_true",
+                   help="with --all: the smallest groups first (default: the largest first, so "
+                        "an interrupted campaign has decided the most instructions)")
     if twin_flag:
         c.add_argument("--no-twin", action="store_true", help="skip the broken twins (faster; "
                        "a proof without its twin is not stored)")

@@ -1,0 +1,31 @@
+(set-logic ALL)
+; benchmark generated from python API
+(set-info :status unknown)
+(declare-fun Ra_ () (_ BitVec 51))
+(declare-fun Ta_ () (_ BitVec 51))
+(declare-fun Tb_ () (_ BitVec 51))
+(declare-fun x0 () (_ BitVec 32))
+(declare-fun x1 () (_ BitVec 32))
+(assert
+ (bvsle (_ bv2251799813685192 51) Ta_))
+(assert
+ (bvsge (_ bv64 51) Ta_))
+(assert
+ (bvsle (_ bv2251799813685192 51) Tb_))
+(assert
+ (bvsge (_ bv64 51) Tb_))
+(assert
+ (bvsle (_ bv2251799813681720 51) Ra_))
+(assert
+ (bvsge (_ bv4032 51) Ra_))
+(assert
+ (let ((?x43 ((_ sign_extend 1) ((_ extract 31 0) x1))))
+ (let ((?x40 ((_ sign_extend 1) ((_ extract 31 0) x0))))
+ (bvslt ?x40 ?x43))))
+(assert
+ (let ((?x63 (bvadd (bvadd ((_ sign_extend 18) ((_ sign_extend 1) ((_ extract 31 0) x0))) Ta_) Ra_)))
+(let ((?x68 ((_ extract 31 0) (ite (bvsgt (_ bv2251797666201600 51) ?x63) (_ bv2251797666201600 51) (ite (bvslt (_ bv2147483647 51) ?x63) (_ bv2147483647 51) ?x63)))))
+(let ((?x54 (bvadd (bvadd ((_ sign_extend 18) ((_ sign_extend 1) ((_ extract 31 0) x1))) Ta_) Ra_)))
+(let ((?x60 ((_ extract 31 0) (ite (bvsgt (_ bv2251797666201600 51) ?x54) (_ bv2251797666201600 51) (ite (bvslt (_ bv2147483647 51) ?x54) (_ bv2147483647 51) ?x54)))))
+(bvslt ?x60 ?x68))))))
+(check-sat)

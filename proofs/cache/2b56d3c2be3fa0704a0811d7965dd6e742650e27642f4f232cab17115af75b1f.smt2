@@ -1,0 +1,16 @@
+(set-logic ALL)
+; benchmark generated from python API
+(set-info :status unknown)
+(declare-fun E_ () (_ BitVec 12))
+(assert
+ (let ((?x7 ((_ extract 15 0) (_ bv0 16))))
+(let ((?x12 ((_ extract 14 10) ?x7)))
+(let (($x13 (and (distinct (_ bv0 5) ?x12) true)))
+(let ((?x30 (bvsub E_ ((_ sign_extend 4) (ite $x13 (bvsub ((_ zero_extend 3) ?x12) (_ bv15 8)) (_ bv242 8))))))
+(let ((?x34 ((_ zero_extend 14) (bvadd (ite (bvsgt (_ bv0 12) ?x30) (_ bv0 12) ?x30) (_ bv0 12)))))
+(let ((?x15 ((_ zero_extend 1) ((_ extract 9 0) ?x7))))
+(let ((?x38 (bvlshr (bvshl ((_ zero_extend 15) (ite $x13 (bvadd ?x15 (_ bv1024 11)) ?x15)) (_ bv15 26)) (ite (bvugt ?x34 (_ bv26 26)) (_ bv26 26) ?x34))))
+(let ((?x39 ((_ zero_extend 8) ?x38)))
+(let ((?x41 (ite (= (_ bv1 1) ((_ extract 15 15) ?x7)) (bvsub (_ bv0 34) ?x39) ?x39)))
+(not (and (= ?x41 (bvneg ?x41)) (bvslt ?x41 (_ bv67108864 34)) (bvsgt ?x41 (_ bv17112760320 34))))))))))))))
+(check-sat)

@@ -1,0 +1,28 @@
+(set-logic ALL)
+; benchmark generated from python API
+(set-info :status unknown)
+(declare-fun Ra_ () (_ BitVec 58))
+(declare-fun Ta_ () (_ BitVec 58))
+(declare-fun Tb_ () (_ BitVec 58))
+(declare-fun x0 () (_ BitVec 32))
+(assert
+ (bvsle (_ bv288230376151679104 58) Ta_))
+(assert
+ (bvsge (_ bv32385 58) Ta_))
+(assert
+ (bvsle (_ bv288230376151679104 58) Tb_))
+(assert
+ (bvsge (_ bv32385 58) Tb_))
+(assert
+ (bvsle (_ bv288230376150699904 58) Ra_))
+(assert
+ (bvsge (_ bv1003935 58) Ra_))
+(assert
+ (bvslt Ta_ Tb_))
+(assert
+ (let ((?x55 (bvadd (bvadd ((_ sign_extend 25) ((_ sign_extend 1) ((_ extract 31 0) x0))) Ta_) Ra_)))
+(let ((?x60 ((_ extract 31 0) (ite (bvsgt (_ bv288230374004228096 58) ?x55) (_ bv288230374004228096 58) (ite (bvslt (_ bv2147483647 58) ?x55) (_ bv2147483647 58) ?x55)))))
+(let ((?x47 (bvadd (bvadd ((_ sign_extend 25) ((_ sign_extend 1) ((_ extract 31 0) x0))) Tb_) Ra_)))
+(let ((?x53 ((_ extract 31 0) (ite (bvsgt (_ bv288230374004228096 58) ?x47) (_ bv288230374004228096 58) (ite (bvslt (_ bv2147483647 58) ?x47) (_ bv2147483647 58) ?x47)))))
+(bvslt ?x53 ?x60))))))
+(check-sat)

@@ -1,0 +1,370 @@
+"""Sparse wgmma (wgmma.mma_async.sp) harness without a GPU: names, tables, kernels, metadata.
+
+The kernels are assembled with the local nvcc (skipped without one). A CPU stand-in for the
+GPU (numpy-backed fake ``cupy`` and an emulator that reads the metadata words by a *hardware*
+map) checks the plumbing: the exact self-check passes on the declared map and fails on a twin
+map, and the metadata probe recovers whichever map the emulated hardware uses.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from mmaformal import isa
+from mmaformal.hw import check, kernels, runner, wgmma_sp
+
+NVCC = runner.nvcc_path()
+
+
+def test_names_match_the_catalog():
+    cat = {n for n, i in isa.catalog().items() if n.startswith("sm90/wgmma.sp.")}
+    assert set(wgmma_sp.names()) == cat
+    assert len(cat) == 528
+    s = kernels.spec("hopper/wgmma.sp.m64n240k64.satfinite.s32.u8.s8")
+    assert (s.m, s.n, s.k, s.a_cols, s.sparse, s.sat) == (64, 240, 64, 32, "sp", True)
+    assert s.ptx == "wgmma.mma_async.sp.sync.aligned.m64n240k64.satfinite.s32.u8.s8"
+    for bad in ("sm90/wgmma.sp.m64n40k64.s32.s8.s8", "sm90/wgmma.sp.m64n8k32.f32.tf32.tf32",
+                "sm90/wgmma.sp.m64n264k32.f32.f16.f16"):
+        with pytest.raises(ValueError):
+            kernels.spec(bad)
+
+
+@pytest.mark.parametrize("name", ["sm90/wgmma.sp.m64n8k32.f16.f16.f16",
+                                  "sm90/wgmma.sp.m64n136k16.f32.tf32.tf32",
+                                  "sm90/wgmma.sp.m64n256k64.f32.e5m2.e4m3",
+                                  "sm90/wgmma.sp.m64n48k64.s32.s8.u8"])
+def test_tables_are_bijections(name):
+    s = kernels.spec(name)
+    t = kernels.operand_tables(name)
+    for role, (r, c) in (("a", (64, s.k // 2)), ("b", (s.k, s.n)), ("c", (64, s.n))):
+        v = t[role][t[role] >= 0]
+        assert np.array_equal(np.sort(v), np.arange(r * c)), role
+
+
+@pytest.mark.parametrize("fmt", ["f16", "tf32", "e4m3", "s8"])
+@pytest.mark.parametrize("sel", [0, 1])
+def test_declared_map_covers_every_chunk_once(fmt, sel):
+    if sel and fmt in ("e4m3", "s8"):
+        return
+    lay = wgmma_sp.declared(fmt, sel)
+    g, _ = wgmma_sp.chunk_shape(fmt)
+    k = {"f16": 32, "tf32": 16}.get(fmt, 64)
+    cells = {tuple(x) for x in lay.reshape(-1, 2) if x[0] >= 0}
+    assert cells == {(r, c) for r in range(64) for c in range(k // g)}
+    assert (lay[..., 0] >= 0).sum() == 64 * k // g
+    # the row pattern of lane 0 (row 0) in the low bits, as the mma.sp figures say
+    pos = wgmma_sp.random_pos(fmt, k, (2, 64), np.random.default_rng(1))
+    w = wgmma_sp.meta_words(pos, fmt, lay)
+    nib = wgmma_sp._nibbles(pos, fmt)
+    t0 = 2 * sel
+    assert w[0, t0] & 0xF == nib[0, 0, 0]
+
+
+#: CuTe's metadata (thread, value) layouts of sparse GMMA: ((2, 2, 8, 4) threads, values) shapes
+#: and strides into the 64 x K metadata tensor (column-major, m + 64 k), and the metadata bits
+#: per logical k element. Source: NVIDIA CUTLASS include/cute/atom/mma_traits_sm90_gmma_sparse.hpp
+#: (ELayout_64x32 for f16/bf16, ELayout_64x16 for tf32, ELayout_64x64 for e4m3/e5m2/s8/u8).
+CUTE_ELAYOUT = {
+    "f16": (((2, 2, 8, 4), (1024, 0, 1, 16)), ((16, 2), (64, 8)), 32, 1),
+    "tf32": (((2, 2, 8, 4), (512, 0, 1, 16)), ((8, 2), (64, 8)), 16, 2),
+    "s8": (((2, 2, 8, 4), (8, 2048, 1, 16)), ((32,), (64,)), 64, 1),
+}
+
+
+@pytest.mark.parametrize("fmt", ["f16", "tf32", "s8"])
+def test_declared_map_is_cutes_metadata_layout(fmt):
+    """An independent reading: CuTe's layouts, evaluated here by their shapes and strides, put
+    every metadata bit where the declared map puts its nibble (the thread pair that CuTe fills
+    twice, stride 0, is the one the sparsity selector picks)."""
+    (tsh, tst), (vsh, vst), k, bits = CUTE_ELAYOUT[fmt]
+    g = 2 if fmt == "tf32" else 4
+
+    def coord(i, shape, stride):
+        off = 0
+        for n, st in zip(shape, stride):
+            off += (i % n) * st
+            i //= n
+        return off
+
+    for sel in ((0, 1) if fmt != "s8" else (0,)):
+        lay = wgmma_sp.declared(fmt, sel)
+        for t in range(128):
+            pair = (t >> 1) & 1
+            for v in range(int(np.prod(vsh))):
+                idx = coord(t, tsh, tst) + coord(v, vsh, vst)
+                m, kk = idx % 64, idx // 64
+                q = v * bits // 4
+                if tst[1] == 0 and pair != sel:       # the pair the selector does not read
+                    assert (lay[t, q] == -1).all(), (t, q)
+                else:
+                    assert tuple(lay[t, q]) == (m, kk // g), (fmt, sel, t, v)
+        assert k // g * 64 == (lay[..., 0] >= 0).sum()
+
+
+def test_nibbles_follow_ptx():
+    # f16 2:4: kept 0,1 -> 0b0100; kept 2,3 -> 0b1110; tf32 1:2: element 0 -> 0b0100, 1 -> 0b1110
+    assert wgmma_sp._nibbles(np.array([[0, 1, 2, 3]]), "f16").tolist() == [[0b0100, 0b1110]]
+    assert wgmma_sp._nibbles(np.array([[0, 1]]), "tf32").tolist() == [[0b0100, 0b1110]]
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc")
+def test_kernels_assemble_for_sm90a(tmp_path):
+    names = ["sm90/wgmma.sp.m64n8k32.f32.f16.f16", "sm90/wgmma.sp.m64n256k32.f16.f16.f16",
+             "sm90/wgmma.sp.m64n256k32.f32.bf16.bf16", "sm90/wgmma.sp.m64n8k16.f32.tf32.tf32",
+             "sm90/wgmma.sp.m64n256k64.f16.e4m3.e5m2", "sm90/wgmma.sp.m64n256k64.satfinite.s32.s8.u8",
+             "sm90/wgmma.m64n256k32.satfinite.s32.u8.s8", "sm90/wgmma.m64n240k32.s32.s8.s8"]
+    for i, n in enumerate(names):
+        cu = tmp_path / f"k{i}.cu"
+        cu.write_text(kernels.source(n))
+        r = subprocess.run([NVCC, "-cubin", runner.ARCH_FLAG, "-o", str(tmp_path / f"k{i}.cubin"),
+                            str(cu)], capture_output=True, text=True)
+        assert r.returncode == 0, (n, r.stderr[-800:])
+    cu = tmp_path / "sel1.cu"
+    cu.write_text(wgmma_sp.source(names[0], sel=1))
+    assert subprocess.run([NVCC, "-cubin", runner.ARCH_FLAG, "-o", str(tmp_path / "s.cubin"),
+                           str(cu)], capture_output=True).returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU stand-in for the GPU
+# ---------------------------------------------------------------------------------------------
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+_FLOAT = {"f32": np.float32, "tf32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+          "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+class _Arr(np.ndarray):
+    def get(self):
+        return np.asarray(self)
+
+
+def _w(x):
+    return np.asarray(x).view(_Arr)
+
+
+def _fake_cupy():
+    cp = types.ModuleType("cupy")
+    cp.__version__ = "fake"
+    cp.asarray = lambda x, dtype=None: _w(np.array(x, dtype=dtype))
+    cp.ascontiguousarray = lambda x: _w(np.ascontiguousarray(x))
+    cp.take = lambda x, i, axis=None: _w(np.take(np.asarray(x), np.asarray(i), axis=axis))
+    for f in ("zeros", "empty", "full", "arange", "broadcast_to"):
+        setattr(cp, f, (lambda g: lambda *a, **k: _w(g(*a, **k)))(getattr(np, f)))
+    cp.uint32 = np.uint32
+    rt = types.SimpleNamespace(
+        getDeviceCount=lambda: 1,
+        getDeviceProperties=lambda i: {"name": b"Fake H100", "major": 9, "minor": 0,
+                                       "multiProcessorCount": 2},
+        driverGetVersion=lambda: 0, runtimeGetVersion=lambda: 0)
+    cp.cuda = types.SimpleNamespace(runtime=rt, Device=lambda *a: types.SimpleNamespace(id=0))
+    return cp
+
+
+def _emulator(name: str, hw_map: np.ndarray):
+    """D = A*B + C of one tile per image row, the metadata read through ``hw_map``."""
+    s = kernels.spec(name)
+    tabs = wgmma_sp.tables(name)
+    g, kept = wgmma_sp.chunk_shape(s.atype)
+
+    def val(img, tab, fmt, shape):
+        img = np.asarray(img)
+        if fmt in ("f16", "bf16", "e4m3", "e5m2") and img.dtype == np.uint32:
+            pass
+        flat = np.zeros((img.shape[0], shape[0] * shape[1]), img.dtype)
+        flat[:, tab[tab >= 0]] = img[:, tab >= 0]
+        if fmt in check._INT:
+            v, _ = check.decode_ints(flat, fmt)
+            return v.astype(np.float64).reshape(-1, *shape)
+        if fmt == "tf32":
+            flat = flat & np.uint32(0xFFFFE000)
+        return flat.view(_FLOAT[fmt]).astype(np.float64).reshape(-1, *shape)
+
+    def f(grid, block, args):
+        a, b, c, d, T, e = args[:6]
+        T = int(T)
+        A = val(a, tabs["a"], s.atype, (64, s.k // 2))
+        B = val(b, tabs["b"], s.btype, (s.k, s.n))
+        C = val(c, tabs["c"], s.ctype, (64, s.n))
+        e = np.asarray(e).astype(np.int64)
+        pos = np.full((T, 64, s.k // g, kept), -1)
+        for tid, q in np.argwhere(hw_map[..., 0] >= 0):
+            r, ch = hw_map[tid, q]
+            nib = (e[:, tid] >> (4 * q)) & 0xF
+            pos[:, r, ch] = (nib[:, None] & 3) >> 1 if kept == 1 else \
+                np.stack([nib & 3, nib >> 2], -1)
+        Ad = np.zeros((T, 64, s.k // g, g))
+        np.put_along_axis(Ad, pos, A.reshape(T, 64, s.k // g, kept), -1)
+        R = Ad.reshape(T, 64, s.k) @ B + C
+        if s.dtype == "s32":
+            R = R.astype(np.int64)
+            R = np.clip(R, -2**31, 2**31 - 1) if s.sat else R
+            D = (R & 0xFFFFFFFF).astype(np.uint32).reshape(T, -1)
+        else:
+            D = R.astype(_FLOAT[s.dtype]).view(s.storage("d")).reshape(T, -1)
+        np.asarray(d)[...] = D[:, tabs["d"]]
+
+    return f
+
+
+def _twin(lay: np.ndarray) -> np.ndarray:
+    """A wrong map: the nibbles of lanes 4g and 4g + 1 swapped (rows g and g + 8 for 8-bit)."""
+    out = lay.copy()
+    for tid in range(0, 128, 4):
+        out[[tid, tid + 1]] = lay[[tid + 1, tid]]
+    return out
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    runner._sm_count.cache_clear()
+    wgmma_sp._dev_tables.cache_clear()
+    state = {"map": None}
+
+    def fn(name, sel):
+        s = kernels.spec(name)
+        hw = state["map"] if state["map"] is not None else wgmma_sp.declared(s.atype, sel)
+        return _emulator(name, hw)
+    monkeypatch.setattr(wgmma_sp, "_function", fn)
+    yield state
+    runner._sm_count.cache_clear()
+    wgmma_sp._dev_tables.cache_clear()
+
+
+@pytest.mark.parametrize("name", ["sm90/wgmma.sp.m64n8k32.f32.f16.f16",
+                                  "sm90/wgmma.sp.m64n16k16.f32.tf32.tf32",
+                                  "sm90/wgmma.sp.m64n8k64.f32.e4m3.e5m2",
+                                  "sm90/wgmma.sp.m64n24k64.satfinite.s32.s8.u8"])
+def test_probe_and_selfcheck_on_emulated_hardware(fake_gpu, name):
+    s = kernels.spec(name)
+    ok, msg = wgmma_sp.selfcheck(name, tiles=4)
+    assert ok, msg
+    p = wgmma_sp.meta_probe(name)
+    assert p["consistent"] and p["agrees"], p["message"]
+    # hardware with another map: the declared map fails the exact check, the probe finds the
+    # hardware's map and the check passes with it
+    fake_gpu["map"] = _twin(wgmma_sp.declared(s.atype))
+    ok, msg = wgmma_sp.selfcheck(name, tiles=4)
+    assert not ok and "differ" in msg
+    assert wgmma_sp.selfcheck(name, tiles=4, uniform=True)[0]     # no map can fail this one
+    p = wgmma_sp.meta_probe(name)
+    assert p["consistent"] and not p["agrees"], p["message"]
+    assert np.array_equal(p["layout"], fake_gpu["map"])
+    assert wgmma_sp.selfcheck(name, p["layout"], tiles=4)[0]
+
+
+def test_selector_one_uses_the_other_thread_pair(fake_gpu):
+    name = "sm90/wgmma.sp.m64n8k32.f32.bf16.bf16"
+    ok, msg = wgmma_sp.selfcheck(name, sel=1, tiles=4)
+    assert ok, msg
+    p = wgmma_sp.meta_probe(name, sel=1)
+    assert p["agrees"], p["message"]
+    assert (p["layout"][0::4, :, 0] == -1).all()           # lane 4g gives nothing under sel 1
+
+
+def test_runner_run_dense_a_and_integer_campaign(fake_gpu, tmp_path):
+    name = "sm90/wgmma.sp.m64n16k64.s32.u8.s8"
+    rng = np.random.default_rng(3)
+    pos = wgmma_sp.random_pos("u8", 64, (2, 64), rng)
+    comp = rng.integers(0, 9, size=(2, 64, 32))
+    A = wgmma_sp._dense(comp, pos, "u8", 64)
+    B = rng.integers(-4, 5, size=(2, 64, 16))
+    C = rng.integers(-9, 9, size=(2, 64, 16))
+    d = wgmma_sp.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
+                     check.encode_ints(C, "s32"))
+    with pytest.raises(ValueError, match="runs through mmaformal.hw.wgmma_sp"):
+        runner.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
+                   check.encode_ints(C, "s32"))
+    assert (check.decode_ints(d, "s32")[0] == A @ B + C).all()
+    # an exact integer campaign (wrap-around and extremes) against the theory: 0 mismatches
+    r = wgmma_sp.campaign(name, 20_000, 1, tmp_path, wgmma_sp.declared("u8"),
+                          chunk_dots=4096)
+    assert r["tests"] >= 20_000 and r["mismatches"] == 0, r["counterexamples"][:1]
+    z = np.load(tmp_path / "sm90_wgmma.sp.m64n16k64.s32.u8.s8.npz")
+    for k in r["classes"]:
+        sim, hw = wgmma_sp.replay_sample(name, z, k)
+        assert (sim == hw).all(), k
+    # the digests: regenerated inputs through the theory give the (emulated) hardware's D
+    assert all(wgmma_sp.replay_digest(r).values())
+    # and a theory that clamps where this one wraps gives another digest somewhere
+    twin = theory.resolve(name).replace(sat="always", id="clamping")
+    v = wgmma_sp.replay_digest(r, theory=twin)
+    assert not v["overflow"] and v["normal"]
+    # the same through the command line (the record as written)
+    import json
+    rec = tmp_path / "sm90_wgmma.sp.m64n16k64.s32.u8.s8.json"
+    assert wgmma_sp.main(["--out", str(tmp_path / "rp"), "--replay", str(rec)]) == 0
+    v = json.loads((tmp_path / "rp" / "digest-replay.json").read_text())["verdicts"][name]
+    assert v["all_equal"] and len(v["classes_equal"]) == 10
+
+
+def test_hw_validate_runs_sparse_wgmma(fake_gpu, tmp_path, capsys):
+    from mmaformal import cli
+    name = "sm90/wgmma.sp.m64n16k64.satfinite.s32.s8.s8"
+    assert cli.main(["hw", "validate", name, "--tests", "10240", "--out", str(tmp_path)]) == 0
+    import json
+    r = json.loads((tmp_path / "sm90_wgmma.sp.m64n16k64.satfinite.s32.s8.s8.json").read_text())
+    assert r["tests"] >= 10240 and r["mismatches"] == 0 and len(r["classes"]) == 10
+    assert all(len(v["sha256"]) == 64 for v in r["classes"].values())
+
+
+# ---------------------------------------------------------------------------------------------
+# The H100 records (counterexamples/hw/2026-11-25-h100-issue14d/), replayed without a GPU
+# ---------------------------------------------------------------------------------------------
+
+from mmaformal import paths, theory  # noqa: E402
+
+RECS = paths.shipped("counterexamples") / "hw" / "2026-11-25-h100-issue14d"
+RECORDS = sorted(p for p in RECS.glob("sm90_*.json"))
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=lambda p: p.stem)
+def test_record_replays(rec):
+    """Every class's kept 8 x 8 block of hardware outputs is reproduced by the theory that the
+    campaign ran (its hash unchanged), and a corroborated primary had a clean >= 10^7 run."""
+    import json
+    r = json.loads(rec.read_text())
+    name = r["instruction"]
+    th = theory.resolve(name)
+    assert r["theory"] == th.id
+    z = np.load(rec.with_suffix(".npz"))
+    classes = sorted({k.rsplit(".", 1)[0] for k in z.files})
+    assert len(classes) == 10
+    bad = 0
+    for k in classes:
+        sim, hw = wgmma_sp.replay_sample(name, z, k)
+        bad += int((sim != hw).sum())
+    if th.status == "corroborated":
+        assert r["tests"] >= 10_000_000 and r["mismatches"] == 0
+        assert bad == 0, f"{name}: {th.id} no longer reproduces the H100 sample"
+    for tid, rv in r.get("rivals", {}).items():   # a refuted rival's counterexamples still hold
+        if theory.default().get(tid).status == "refuted" and rv["counterexamples"]:
+            cx = rv["counterexamples"][0]
+            assert _one(name, cx, tid) != int(cx["hardware"], 16)
+            assert _one(name, cx, None) == int(cx["hardware"], 16)
+
+
+def _one(name, cx, tid):
+    """One recorded dot product (row 0, column 0 of a tile) through simulate."""
+    from mmaformal import fp
+    from mmaformal.simulate import simulate
+    ins = isa.lookup(name)
+    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+    a = np.array([int(x, 16) for x in cx["a"]], dt[fp.fmt(ins.a).storage])
+    A = np.zeros((1, ins.m, len(a)), a.dtype)
+    A[0, :] = a
+    P = None
+    if ins.sparse:
+        P = np.zeros((1, ins.m, len(a)), np.uint8)
+        P[0, :] = np.array(cx["meta"], np.uint8)
+    B = np.zeros((1, ins.k, ins.n), dt[fp.fmt(ins.b).storage])
+    B[0, :, 0] = [int(x, 16) for x in cx["b"]]
+    C = np.zeros((1, ins.m, ins.n), dt[fp.fmt(ins.c).storage])
+    C[0, 0, 0] = int(cx["c"], 16)
+    return int(simulate(name, A, B, C, meta=P, theory=tid)[0, 0, 0])
