@@ -92,7 +92,8 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q.add_argument("--scale-a", metavar="SA.npy", help="block scales of A (..., M, K/scale_block)")
     q.add_argument("--scale-b", metavar="SB.npy", help="block scales of B (..., K/scale_block, N)")
     q.add_argument("--meta", metavar="E.npy", help="sparse instructions: metadata (..., M, K/2) "
-                   "uint8, the position of each kept A element in its group of 4 (tf32: of 2); "
+                   "uint8, the position of each kept A element in its group of 4 (tf32: of 2; s4/u4: of "
+                   "8, in aligned pairs 2p, 2p+1); "
                    "with it A is compressed (..., M, K/2), without it A is dense (..., M, K)")
     q.add_argument("--out", required=True, metavar="D.npy")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
@@ -362,7 +363,7 @@ def _compare_one(ins, ts, a_t, b_t, c_t) -> dict:
     if ins.scale:  # scale factors 1.0
         one = {"ue8m0": 0x7F, "ue4m3": 0x38}[ins.scale]
         sc = [INT.const(one, 8, False)] * (K // ins.scale_block)
-    if ins.sparse:  # a is the dense A row: at most 2 non-zeros per group of 4
+    if ins.sparse:  # a is the dense A row (mmaformal.sparse: 2:4, tf32 1:2, s4/u4 pairs)
         from . import sparse as _sp
         try:
             kept, em = _sp.dense_row(ins, [int(x.v) for x in a])

@@ -24,7 +24,8 @@ built from that instruction would, bit for bit:
   its D format (sm70-sm90 m8n8k4 f16 C -> f32 D) takes only K = k and split_k = 1.
 
 Sparse instructions (mma.sp, wgmma.sp, v_smfmac) take the dense A, at most 2 non-zeros per
-group of 4 of K (tf32: 1 of 2); each K-step derives its metadata (mmaformal.sparse).
+group of 4 of K (tf32: 1 of 2; s4/u4: 2 aligned pairs of 8); each K-step derives its metadata
+(mmaformal.sparse).
 
 Inputs follow the simulate array contract (DESIGN.md): raw bits (unsigned ints of the format's
 storage width), numpy float16/float32/float64 or ml_dtypes arrays of values that are exact in
@@ -291,7 +292,7 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
             SB = np.ascontiguousarray(np.pad(SB, ((0, nb), (0, 0)), constant_values=one))
         K = Kp
     nsteps = K // k
-    if ins.sparse:         # A dense, 2:4 (tf32 1:2) in every group; the metadata is derived
+    if ins.sparse:         # A dense, 2:4 (tf32 1:2, s4/u4 pairs) in every group; metadata derived
         from . import sparse as _sp
         _sp.compress(Am.reshape(M, nsteps, k).swapaxes(0, 1), ins, f"{name} (K-step, row)")
     split_k = int(split_k)

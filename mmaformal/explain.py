@@ -122,7 +122,7 @@ def explain(instr: "str | Instruction", a: Sequence[int], b: Sequence[int], c: i
         raise ValueError(f"{ins.name} is not block-scaled: it takes no scales")
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
     a_in, meta = [int(x) for x in A], None
-    if ins.sparse:       # the dense row of A: at most 2 non-zeros per group of 4 (mmaformal.sparse)
+    if ins.sparse:       # the dense row of A: 2:4, tf32 1:2, s4/u4 pairs (mmaformal.sparse)
         from . import sparse as _sp
         a_in, em = _sp.dense_row(ins, a_in, ins.name)
         meta = [INT.const(x, 8, False) for x in em]

@@ -23,8 +23,9 @@ of the scale format (uint8). D (batch..., M, N) is returned as raw bits of the D
 multi-block forms (``blocks`` > 1) compute independent blocks: pass them as a batch dimension.
 Sparse instructions (mma.sp, wgmma.sp, v_smfmac; mmaformal.sparse): A is either compressed
 (..., M, K/2) (tf32: K/2 too, 1 of 2 kept) with ``meta`` of the same shape (uint8 positions within
-each group of 4, or 2), or dense (..., M, K) with at most 2 non-zeros per group of 4 and no
-``meta`` (the metadata is derived).
+each group of 4, or 2; s4/u4: of 8, kept in aligned pairs 2p, 2p + 1), or dense (..., M, K) with
+at most 2 non-zeros per group of 4 (s4/u4: non-zeros in at most 2 of the 4 pairs of every 8) and
+no ``meta`` (the metadata is derived).
 
 Invariant: inputs are validated before any arithmetic (unknown instruction -> closest names;
 shape, dtype width and bits above a narrow format's width -> ValueError naming expected vs got).

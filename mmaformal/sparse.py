@@ -1,25 +1,32 @@
 """Layer 4c (beside isa and theory), sparse: the metadata contract of the sparse instructions (mma.sp,
 mma.sp::ordered_metadata, wgmma.sp, AMD v_smfmac).
 
-May import: numpy, mmaformal.isa, mmaformal.fp (format descriptors), mmaformal.bits (`derive`,
-the same rule written over the bit-vector back-ends for the queries). No arithmetic here: this
-module only moves raw bits between the two forms of a structured-sparse A and checks them.
+May import: numpy, mmaformal.isa (the numbers of the rule, `isa.sparse_group`: their one
+definition, with its sources), mmaformal.fp (format descriptors), mmaformal.bits (`derive`, the
+same rule written over the bit-vector back-ends for the queries). No arithmetic here: this module
+only moves raw bits between the two forms of a structured-sparse A and checks them.
 
-A sparse instruction of logical shape M x N x K keeps, in every group of G consecutive elements
-of a row of A, `kept` of them: G = 4, kept = 2 (2:4; PTX 9.7.14.6.1, AMD SMFMAC 4:2), or for
-tf32 G = 2, kept = 1 (PTX: 1:2). Two equivalent inputs:
+The rule (`group` = isa.sparse_group, where its numbers and their sources are written once): a
+sparse instruction of logical shape M x N x K keeps, in every group of G consecutive elements of
+a row of A, `kept` of them, in units of `unit` consecutive elements (kept or dropped together,
+one metadata index per kept unit): 2:4 for 16- and 8-bit formats (PTX ISA 9.7.14.6.1, AMD SMFMAC
+4:2), 1:2 for tf32, and for s4/u4 4:8 in aligned pairs 2p, 2p + 1 (2 kept pairs of every 4;
+PTX ISA 9.7.14.6.1 and the H100 campaign 2026-11-24).
+
+Two equivalent inputs:
 
 - compressed: A_c (..., M, K/G*kept) raw bits and metadata E of the same shape (uint8), E[.., i, j]
   the position (0 .. G-1) within its group of the element A_c[.., i, j]; the kept elements of a
   group are consecutive in A_c (group g holds j = g*kept .. g*kept + kept - 1). This is what PTX
   spells as 2-bit indices in the metadata register (tf32: the index of the kept element within
-  its pair). For mma.sp::ordered_metadata the indices of a group must increase (PTX); for the
-  other forms they must be distinct.
-- dense: A (..., M, K) with at most `kept` non-zero elements per group (zero: +0 or -0, integer
-  0; a NaN or Inf is non-zero). `compress` derives the metadata: the positions of the non-zero
-  elements, filled up with the lowest remaining positions, increasing; the kept elements keep
-  their raw bits (a -0 that fills a slot stays -0). `derive` is the same rule over `BV`s (the
-  query layer's dense-A form of a sparse instruction).
+  its pair; s4/u4: the index p of a kept pair, here its two positions 2p, 2p + 1, the form the
+  hardware harness `mmaformal hw run --meta` takes too). For mma.sp::ordered_metadata the indices
+  of a group must increase (PTX); for the other forms they must be distinct.
+- dense: A (..., M, K) with at most `kept` non-zero elements per group, in at most kept/unit
+  units (zero: +0 or -0, integer 0; a NaN or Inf is non-zero). `compress` derives the metadata:
+  the units holding a non-zero element, filled up with the lowest remaining units, increasing;
+  the kept elements keep their raw bits (a -0 that fills a slot stays -0). `derive` is the same
+  rule over `BV`s (the query layer's dense-A form of a sparse instruction).
 
 Invariant: every failure is a one-line ValueError naming the first offending position; nothing
 is dropped silently (a dense A that breaks the pattern is an error, not pruned).
@@ -30,10 +37,16 @@ import numpy as np
 
 from . import fp
 from .bits import BV, Bool, ite
-from .isa import Instruction
+from .isa import Instruction, sparse_group
 
-__all__ = ["pattern", "compress", "expand", "check_meta", "kept_width", "dense_row", "derive",
-           "zero_mask", "random_meta", "prune"]
+__all__ = ["group", "pattern", "compress", "expand", "check_meta", "kept_width", "dense_row",
+           "derive", "zero_mask", "random_meta", "prune", "row_ok"]
+
+
+def group(fmt: str) -> tuple[int, int, int]:
+    """(G, kept, unit) of a sparse A of format `fmt`: `kept` of every G consecutive elements, in
+    units of `unit` consecutive elements (isa.sparse_group; the module docstring)."""
+    return sparse_group(fmt)
 
 
 def zero_mask(fmt_name: str) -> int:
@@ -46,11 +59,19 @@ def zero_mask(fmt_name: str) -> int:
     return ((1 << f.k) - 1) << f.pad
 
 
-def pattern(ins: Instruction) -> tuple[int, int]:
-    """(G, kept) of a sparse instruction."""
+def _rule(ins: Instruction) -> tuple[int, int, int]:
     if not ins.sparse:
         raise ValueError(f"{ins.name} is not a sparse instruction")
-    return ins.sparsity
+    return group(ins.a)
+
+
+def pattern(ins: Instruction) -> tuple[int, int]:
+    """(G, kept) of a sparse instruction."""
+    return _rule(ins)[:2]
+
+
+def _rule_name(G: int, kept: int, unit: int) -> str:
+    return f"{kept}:{G}" + (" (aligned pairs)" if unit == 2 else "")
 
 
 def kept_width(ins: Instruction) -> int:
@@ -64,10 +85,11 @@ def _pos(idx) -> tuple[int, ...]:
 
 
 def check_meta(meta: np.ndarray, ins: Instruction, where: str = "") -> np.ndarray:
-    """The metadata as uint8, checked: indices in 0..G-1, distinct within each group, and
-    increasing for sp::ordered_metadata."""
+    """The metadata as uint8, checked: indices in 0..G-1; for paired formats (s4/u4) each
+    kept pair at an aligned pair of positions 2p, 2p + 1; the kept units of a group distinct,
+    and increasing for sp::ordered_metadata."""
     pre = f"{where}: " if where else ""
-    G, kept = pattern(ins)
+    G, kept, unit = _rule(ins)
     E = np.asarray(meta)
     if E.dtype.kind not in "ui":
         raise ValueError(f"{pre}metadata must be integer indices (uint8), got {E.dtype.name}")
@@ -79,20 +101,34 @@ def check_meta(meta: np.ndarray, ins: Instruction, where: str = "") -> np.ndarra
         p = _pos(np.argwhere(bad)[0])
         raise ValueError(f"{pre}metadata index {int(E[p])} at {p} is out of range 0..{G - 1}")
     E = E.astype(np.uint8)
-    if kept > 1:
-        grp = E.reshape(E.shape[:-1] + (-1, kept))
-        x, y = grp[..., 0].astype(int), grp[..., 1].astype(int)
-        same = x == y
+    u = E.reshape(E.shape[:-1] + (-1, unit)).astype(np.int64)      # (..., kept units, unit)
+    if unit > 1:
+        split = (u[..., 0] % unit != 0) | (u - u[..., :1] != np.arange(unit)).any(-1)
+        if split.any():
+            q = _pos(np.argwhere(split)[0])
+            j = q[-1] * unit
+            raise ValueError(f"{pre}metadata positions {', '.join(str(int(x)) for x in u[q])} at "
+                             f"{q[:-1] + (j,)}..{q[:-1] + (j + unit - 1,)} are not an aligned "
+                             f"pair 2p, 2p + 1 ({ins.a} keeps whole pairs)")
+    ku = kept // unit
+    if ku > 1:
+        idx = (u[..., 0] // unit).reshape(u.shape[:-2] + (-1, ku))  # (..., groups, kept units)
+        srt = np.sort(idx, axis=-1)
+        same = (np.diff(srt, axis=-1) == 0)
         if same.any():
             q = _pos(np.argwhere(same)[0])
-            raise ValueError(f"{pre}metadata selects position {int(x[q])} twice in group "
-                             f"{q[-1]} (k {q[-1] * G}..{q[-1] * G + G - 1}) of row {q[:-1]}")
+            g, v = q[-2], int(srt[q[:-1]][q[-1]])
+            name = f"pair {v} (positions {v * unit}, {v * unit + 1})" if unit > 1 else f"position {v}"
+            raise ValueError(f"{pre}metadata selects {name} twice in group {g} "
+                             f"(k {g * G}..{g * G + G - 1}) of row {q[:-2]}")
         if ins.sparse == "sp::ordered_metadata":
-            down = x > y
+            down = (np.diff(idx, axis=-1) <= 0).any(-1)
             if down.any():
                 q = _pos(np.argwhere(down)[0])
-                raise ValueError(f"{pre}metadata indices {int(x[q])}, {int(y[q])} of group {q[-1]} "
-                                 f"of row {q[:-1]} are not increasing (sp::ordered_metadata)")
+                vals = E.reshape(E.shape[:-1] + (-1, kept))[q]
+                raise ValueError(f"{pre}metadata indices {', '.join(str(int(x)) for x in vals)} "
+                                 f"of group {q[-1]} of row {q[:-1]} are not increasing"
+                                 + (" pair by pair" if unit > 1 else "") + " (sp::ordered_metadata)")
     return E
 
 
@@ -111,25 +147,37 @@ def expand(a_c: np.ndarray, meta: np.ndarray, ins: Instruction, where: str = "")
     return out
 
 
+def _units(nz: np.ndarray, unit: int) -> np.ndarray:
+    """Per unit of `unit` consecutive elements (last axis): does it hold a non-zero element."""
+    return nz.reshape(nz.shape[:-1] + (nz.shape[-1] // unit, unit)).any(axis=-1)
+
+
 def compress(a: np.ndarray, ins: Instruction, where: str = "") -> tuple[np.ndarray, np.ndarray]:
-    """(A_c, metadata) of a dense A with at most `kept` non-zero elements per group."""
+    """(A_c, metadata) of a dense A with at most `kept` non-zero elements per group, in at most
+    kept/unit units."""
     pre = f"{where}: " if where else ""
-    G, kept = pattern(ins)
+    G, kept, unit = _rule(ins)
     A = np.asarray(a)
     if A.ndim < 2 or A.shape[-1] != ins.k:
         raise ValueError(f"{pre}dense A must have shape (..., {ins.m}, {ins.k}), got {tuple(A.shape)}")
     grp = A.reshape(A.shape[:-1] + (ins.k // G, G))
     nz = (grp & np.asarray(zero_mask(ins.a)).astype(A.dtype)) != 0
-    cnt = nz.sum(axis=-1)
-    if (cnt > kept).any():
-        q = _pos(np.argwhere(cnt > kept)[0])
-        ks = [q[-1] * G + p for p in range(G) if nz[q][p]]
-        raise ValueError(f"{pre}dense A breaks {kept}:{G} sparsity in row {q[:-1]}, group "
-                         f"k {q[-1] * G}..{q[-1] * G + G - 1}: {int(cnt[q])} non-zero elements "
-                         f"(k = {', '.join(map(str, ks))})")
-    # kept positions: the non-zero ones, then the lowest zero ones, in increasing order
-    order = np.argsort(~nz, axis=-1, kind="stable")[..., :kept]
-    sel = np.sort(order, axis=-1)
+    nzu = _units(nz, unit)
+    ku = kept // unit
+    cnt = nzu.sum(axis=-1)
+    if (cnt > ku).any():
+        q = _pos(np.argwhere(cnt > ku)[0])
+        ks = ", ".join(str(q[-1] * G + p) for p in range(G) if nz[q][p])
+        head = (f"{pre}dense A breaks {_rule_name(G, kept, unit)} sparsity in row {q[:-1]}, "
+                f"group k {q[-1] * G}..{q[-1] * G + G - 1}: ")
+        if unit == 1:
+            raise ValueError(head + f"{int(cnt[q])} non-zero elements (k = {ks})")
+        raise ValueError(head + f"non-zero elements in {int(cnt[q])} of {G // unit} pairs, at most "
+                                f"{ku} allowed (k = {ks})")
+    # kept units: the non-zero ones, then the lowest zero ones, in increasing order
+    order = np.argsort(~nzu, axis=-1, kind="stable")[..., :ku]
+    selu = np.sort(order, axis=-1)
+    sel = (selu[..., :, None] * unit + np.arange(unit)).reshape(selu.shape[:-1] + (kept,))
     E = sel.astype(np.uint8).reshape(A.shape[:-1] + (-1,))
     vals = np.take_along_axis(grp, sel, axis=-1).reshape(E.shape)
     return vals, E
@@ -141,18 +189,30 @@ def dense_row(ins: Instruction, a: list[int], where: str = "") -> tuple[list[int
     return [int(x) for x in vals[0]], [int(x) for x in E[0]]
 
 
+def row_ok(ins: Instruction, a: list[int]) -> bool:
+    """Does one dense row of A (raw codes, padded with zeros to K) keep the pattern."""
+    a = [int(x) for x in a] + [0] * (ins.k - len(a))
+    try:
+        dense_row(ins, a)
+    except ValueError:
+        return False
+    return True
+
+
 def random_meta(ins: Instruction, shape: tuple, rng: np.random.Generator) -> np.ndarray:
-    """Uniformly random valid metadata of shape (..., M, K/G*kept): `kept` distinct positions
-    per group, increasing (valid for sp and sp::ordered_metadata alike)."""
-    G, kept = pattern(ins)
+    """Uniformly random valid metadata of shape (..., M, K/G*kept): kept/unit distinct units per
+    group, increasing (valid for sp and sp::ordered_metadata alike)."""
+    G, kept, unit = _rule(ins)
+    ku = kept // unit
     groups = int(np.prod(shape)) // kept
-    keys = rng.random((groups, G))
-    pos = np.sort(np.argsort(keys, axis=1)[:, :kept], axis=1)
+    keys = rng.random((groups, G // unit))
+    pick = np.sort(np.argsort(keys, axis=1)[:, :ku], axis=1)
+    pos = pick[:, :, None] * unit + np.arange(unit)
     return pos.astype(np.uint8).reshape(shape)
 
 
 def prune(a: np.ndarray, ins: Instruction, rng: np.random.Generator) -> np.ndarray:
-    """A dense A of any input class made 2:4 (1:2): random positions kept, +0 elsewhere (for
+    """A dense A of any input class made sparse: random units kept, +0 elsewhere (for
     campaigns: generate a class, prune, then simulate / run it as the dense form)."""
     A = np.asarray(a)
     G, kept = pattern(ins)
@@ -166,9 +226,10 @@ def prune(a: np.ndarray, ins: Instruction, rng: np.random.Generator) -> np.ndarr
 
 def derive(K, a: list[BV], ins: Instruction) -> tuple[list[BV], list[BV], Bool]:
     """(kept elements, metadata (8-bit), valid) of one dense row a (K storage elements), by the
-    rule of `compress`, on any back-end; `valid` says that no group has more than `kept`
-    non-zero elements (the caller asserts it symbolically, or checks it concretely)."""
-    G, kept = pattern(ins)
+    rule of `compress`, on any back-end; `valid` says that no group has non-zero elements in
+    more than kept/unit units (the caller asserts it symbolically, or checks it concretely)."""
+    G, kept, unit = _rule(ins)
+    U, ku = G // unit, kept // unit
     zm = zero_mask(ins.a)
     vals, meta = [], []
     ok = K.bconst(True)
@@ -178,27 +239,35 @@ def derive(K, a: list[BV], ins: Instruction) -> tuple[list[BV], list[BV], Bool]:
         return ite(b, K.const(1, w, False), K.const(0, w, False))
     for g in range(len(a) // G):
         xs = a[g * G:(g + 1) * G]
-        nz = [(x & zm) != 0 for x in xs]
+        nze = [(x & zm) != 0 for x in xs]
+        nz = []
+        for u in range(U):                       # a unit is non-zero if any element of it is
+            b = nze[u * unit]
+            for e in range(1, unit):
+                b = b | nze[u * unit + e]
+            nz.append(b)
         cnt = one(nz[0])
         for b in nz[1:]:
             cnt = cnt + one(b)
-        ok = ok & (cnt <= kept)
-        # a zero position is taken while the zeros before it are fewer than kept - cnt
-        need = K.const(kept, w, False) - ite(cnt <= kept, cnt, K.const(kept, w, False))
+        ok = ok & (cnt <= ku)
+        # a zero unit is taken while the zero units before it are fewer than ku - cnt
+        need = K.const(ku, w, False) - ite(cnt <= ku, cnt, K.const(ku, w, False))
         take, zeros_before = [], K.const(0, w, False)
-        for p in range(G):
-            take.append(nz[p] | (~nz[p] & (zeros_before < need)))
-            zeros_before = zeros_before + one(~nz[p])
-        # the r-th taken position, r = 0 .. kept-1, in increasing order
+        for u in range(U):
+            take.append(nz[u] | (~nz[u] & (zeros_before < need)))
+            zeros_before = zeros_before + one(~nz[u])
+        # the r-th taken unit, r = 0 .. ku-1, in increasing order; its elements e = 0 .. unit-1
         before = K.const(0, w, False)
-        pos = [K.const(G - 1, 8, False)] * kept
-        val = [xs[G - 1]] * kept
-        for p in range(G):
-            for r in range(kept):
-                hit = take[p] & (before == r)
-                pos[r] = ite(hit, K.const(p, 8, False), pos[r])
-                val[r] = ite(hit, xs[p], val[r])
-            before = before + one(take[p])
+        pos = [K.const(G - unit + e, 8, False) for _ in range(ku) for e in range(unit)]
+        val = [xs[G - unit + e] for _ in range(ku) for e in range(unit)]
+        for u in range(U):
+            for r in range(ku):
+                hit = take[u] & (before == r)
+                for e in range(unit):
+                    s = r * unit + e
+                    pos[s] = ite(hit, K.const(u * unit + e, 8, False), pos[s])
+                    val[s] = ite(hit, xs[u * unit + e], val[s])
+            before = before + one(take[u])
         vals += val
         meta += pos
     return vals, meta, ok

@@ -18,6 +18,7 @@ from mmaformal.simulate import simulate
 
 from oracles import exact as X
 from oracles import integer as O
+from oracles import sparse_pairs as OP
 
 F16 = "sm90/mma.sp::ordered_metadata.m16n8k32.f32.f16.f16.f32"
 
@@ -104,7 +105,9 @@ def test_integer_sparse_matches_oracle(name):
     nk = SP.kept_width(ins)
     fa = {"s8": 8, "u8": 8, "s4": 4, "u4": 4}
     Ac = rng.integers(0, 1 << fa[ins.a], (2, ins.m, nk), dtype=np.uint8)
-    E = _meta(rng, (2, ins.m, nk))
+    legal = OP.all_legal_groups(ins.a)          # the oracle's rule (s4/u4: aligned pairs)
+    E = np.array([legal[i] for i in rng.integers(len(legal), size=2 * ins.m * nk // len(legal[0]))],
+                 np.uint8).reshape(2, ins.m, nk)
     B = rng.integers(0, 1 << fa[ins.b], (2, ins.k, ins.n), dtype=np.uint8)
     C = rng.integers(0, 1 << 32, (2, ins.m, ins.n), dtype=np.uint64).astype(np.uint32)
     C[0, 0, 0], C[0, 1, 0] = 0x7FFFFFFF, 0x80000000
@@ -112,7 +115,7 @@ def test_integer_sparse_matches_oracle(name):
     for t in range(2):
         for i in range(ins.m):
             for j in range(ins.n):
-                bs = [int(B[t, (k // 2) * 4 + int(E[t, i, k]), j]) for k in range(nk)]
+                bs = [int(B[t, k, j]) for k in OP.dense_k([int(x) for x in E[t, i]], ins.a)]
                 want = O.dot([int(x) for x in Ac[t, i]], bs, int(C[t, i, j]), ins.a, ins.b,
                              ins.satfinite)
                 assert want == int(D[t, i, j])

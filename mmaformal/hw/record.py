@@ -131,25 +131,13 @@ def replay(rec: dict, simulate_fn, klasses=None) -> dict:
 
 def theory_fn(name: str, tid: str | None = None):
     """simulate_fn for :func:`replay`: the named (or primary) theory through ``simulate`` with
-    the compressed A and its positions (mmaformal.sparse contract). s4/u4: the hardware keeps
-    2 aligned *pairs* of every 8 (hw.sparse), the catalog's contract 2 of every 4 elements; the
-    products are exact integers summed in one block, so the same products are fed through an
-    equivalent elementwise pattern (kept positions 0, 1 of each group of 4, B rows moved)."""
+    the compressed A and its positions, unchanged (the harness's positions are the
+    mmaformal.sparse contract, s4/u4 aligned pairs included)."""
     import os
     from ..simulate import simulate
-    s = kernels.spec(name)
     os.environ.setdefault("MMAFORMAL_THREADS", str(os.cpu_count() or 1))
 
     def fn(A, meta, B, Cm):
-        if s.atype in ("s4", "u4"):
-            T, M, kh = A.shape
-            g, kept, _ = sparse.group(s.atype)
-            sel = (np.arange(kh) // kept * g)[None, :] + meta[:, 0, :].astype(np.int64)
-            newk = (np.arange(kh) // 2) * 4 + np.arange(kh) % 2          # 0,1,4,5,8,9,...
-            B2 = np.zeros_like(B)
-            B2[:, newk, :] = np.take_along_axis(B, sel[:, :, None], axis=1)
-            meta2 = np.broadcast_to((np.arange(kh) % 2).astype(np.uint8), A.shape)
-            return simulate(name, A, B2, Cm, meta=np.ascontiguousarray(meta2), theory=tid)
         return simulate(name, A, B, Cm, meta=meta, theory=tid)
     return fn
 

@@ -22,13 +22,15 @@ the metadata registers is not needed then, whatever it is): a tile's rows must s
 pattern, 16-bit patterns are repeated in both halves and 64-bit patterns must have equal
 halves. :func:`tile_words` splits a tile whose rows differ into one launch per pattern.
 
-May import: numpy only. Invariant: bit patterns are moved, never interpreted, except "is the
-pattern zero" when compressing a dense A.
+May import: numpy and mmaformal.sparse (the group rule). Invariant: bit patterns are moved,
+never interpreted, except "is the pattern zero" when compressing a dense A.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ..sparse import group as _rule
 
 __all__ = ["group", "compress", "expand", "row_patterns", "pattern_bits", "tile_words",
            "random_pos"]
@@ -36,14 +38,12 @@ __all__ = ["group", "compress", "expand", "row_patterns", "pattern_bits", "tile_
 
 def group(fmt: str) -> tuple[int, int, int]:
     """(dense group size, kept per group, elements per 2-bit index) of a sparse A format;
-    tf32's 'elements per index' is 0 (each kept element takes two indices)."""
-    if fmt == "tf32":
-        return 2, 1, 0
-    if fmt in ("s4", "u4"):
-        return 8, 4, 2
-    if fmt in ("f16", "bf16", "e4m3", "e5m2", "s8", "u8"):
-        return 4, 2, 1
-    raise ValueError(f"{fmt} has no sparse (mma.sp) form")
+    tf32's 'elements per index' is 0 (each kept element takes two indices). The group rule
+    is mmaformal.sparse.group's (its one definition); this adds the metadata encoding."""
+    if fmt not in ("f16", "bf16", "e4m3", "e5m2", "s8", "u8", "tf32", "s4", "u4"):
+        raise ValueError(f"{fmt} has no sparse (mma.sp) form")
+    g, kept, unit = _rule(fmt)
+    return g, kept, 0 if fmt == "tf32" else unit
 
 
 def pattern_bits(fmt: str, k: int) -> int:

@@ -30,9 +30,13 @@ Data: ``nvidia.toml`` and ``amd.toml`` beside this file. Each ``[[instruction]]`
     sparse        NVIDIA: "" (dense), "sp" or "sp::ordered_metadata" (or a list), spelled by the
                   placeholder {sp} (".sp" / ".sp::ordered_metadata"); AMD v_smfmac_* are sparse
                   by family. Sparse forms keep the logical K in k: A is M x K with 2 of every 4
-                  consecutive elements kept (tf32: 1 of 2), passed compressed (M x K/2) with
-                  metadata (mmaformal.sparse)
-    sass          expected SASS / machine mnemonic template ("" = unknown or not native)
+                  consecutive elements kept (tf32: 1 of 2; s4/u4: 2 aligned pairs of every 8,
+                  see sparse_group), passed compressed (M x K/2) with metadata (mmaformal.sparse)
+    sass          expected SASS template: the tensor-core (MMA-class) machine instructions the
+                  form compiles to, in program order, as mmaformal.hw.sass lists them: one
+                  mnemonic, or `N*MNEMONIC` for N of them, parts joined by " + " (e.g.
+                  "2*IMMA.16816.S8.S8"); "" = not known, or no tensor-core instruction (`note`
+                  says which). Placeholders also {kh} (k / 2) and {A8} {B8} (s4/u4 -> S8/U8)
     source        short citation (PTX ISA section, AMD ISA guide, seed paper table); required
     note          free text for reviewers (optional)
 
@@ -145,6 +149,33 @@ class UnknownInstruction(ValueError):
         super().__init__(msg)
 
 
+#: A formats whose sparse forms keep aligned pairs of elements (see sparse_group).
+_SPARSE_PAIRED = frozenset({"s4", "u4"})
+
+
+def sparse_group(fmt: str) -> tuple[int, int, int]:
+    """(G, kept, unit) of a structured-sparse A of format `fmt` (mma.sp, mma.sp::ordered_metadata,
+    wgmma.sp, v_smfmac): `kept` of every G consecutive elements of a row are kept, in units of
+    `unit` consecutive elements kept or dropped together (one metadata index per kept unit).
+    The one definition of these numbers: mmaformal.sparse (the contract: checks, compression,
+    the symbolic rule) and mmaformal.hw.sparse (the harness) read them from here.
+
+    - 16- and 8-bit formats (f16, bf16, e4m3, e5m2, s8, u8, AMD fp8/bf8/i8): (4, 2, 1), 2:4.
+      Source: PTX ISA 9.7.14.6.1 "Sparse matrix storage"; AMD CDNA3 ISA, SMFMAC (4:2).
+    - tf32: (2, 1, 1), 1:2. Source: PTX ISA 9.7.14.6.1.
+    - s4, u4: (8, 4, 2): 2 kept aligned pairs (2p, 2p + 1) of the 4 pairs of every 8 elements,
+      one 2-bit index per kept pair. Source: PTX ISA 9.7.14.6.1 (.u4/.s4: 4:8, zeros and
+      non-zeros clustered in two-element sub-chunks); H100 campaign 2026-11-24
+      (counterexamples/hw/2026-11-24-h100-issue14-sparse/: the 32 sm90 s4/u4 mma.sp forms, 10^7
+      dot products each, replayed with equal digests under this rule).
+    """
+    if fmt == "tf32":
+        return 2, 1, 1
+    if fmt in _SPARSE_PAIRED:
+        return 8, 4, 2
+    return 4, 2, 1
+
+
 @dataclasses.dataclass(frozen=True)
 class Instruction:
     """One instruction on one architecture. Formats are mmaformal format names."""
@@ -173,10 +204,11 @@ class Instruction:
 
     @property
     def sparsity(self) -> tuple[int, int]:
-        """(group, kept): (1, 1) dense; (4, 2) for 2:4 sparse A; (2, 1) for tf32 (PTX: 1:2)."""
+        """(group, kept): (1, 1) dense; for a sparse A `sparse_group(a)[:2]`: (4, 2) 2:4, (2, 1)
+        tf32 1:2, (8, 4) s4/u4 (4:8 in aligned pairs)."""
         if not self.sparse:
             return (1, 1)
-        return (2, 1) if self.a == "tf32" else (4, 2)
+        return sparse_group(self.a)[:2]
 
     @property
     def integer(self) -> bool:
@@ -204,7 +236,12 @@ _TOP_KEYS = frozenset({"meta", "instruction"})
 _META_KEYS = frozenset({"vendor", "ptx_isa", "description"})
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _TEMPLATE_FIELDS = frozenset({"m", "n", "k", "a", "b", "c", "d", "scale", "blocks",
-                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP", "sp"})
+                              "A", "B", "C", "D", "S", "sat", "bop", "SAT", "BOP", "sp",
+                              "kh", "A8", "B8"})
+#: {A8} / {B8}: the upper-case format with a 4-bit integer widened to its 8-bit container (the
+#: SASS of 4-bit integer forms on sm_90 runs on 8-bit IMMA); {kh}: k / 2 (SASS of a K split
+#: into two instructions).
+_WIDEN8 = {"s4": "S8", "u4": "U8"}
 
 
 def _fail(where: str, msg: str) -> ValueError:
@@ -474,7 +511,8 @@ def _expand(where: str, e: dict[str, Any], vendor_hint: str | None) -> Iterable[
         vals = dict(m=m, n=n, k=k, a=a, b=b, c=c, d=d, scale=scale, blocks=blocks,
                     A=a.upper(), B=b.upper(), C=c.upper(), D=d.upper(), S=scale.upper(),
                     sat=".satfinite" if sat else "", SAT=".SAT" if sat else "",
-                    bop=bop, BOP=bop.upper(), sp=f".{sp}" if sp and sp != "smfmac" else "")
+                    bop=bop, BOP=bop.upper(), sp=f".{sp}" if sp and sp != "smfmac" else "",
+                    kh=k // 2, A8=_WIDEN8.get(a, a.upper()), B8=_WIDEN8.get(b, b.upper()))
         qualifier = _fill(where, e["qualifier"], vals)
         vendor = VENDOR_OF[arch]
         if _FAMILY_VENDOR[family] != vendor:

@@ -106,8 +106,8 @@ class Model:
         return self.k // self.ins.scale_block if self.ins.scale else 0
 
     def dot(self, K, a: Sequence[BV], b: Sequence[BV], c: BV, sa=None, sb=None) -> BV:
-        """Sparse instructions take the dense A row (K elements, at most 2 non-zeros per group
-        of 4): the kept elements and the metadata are derived by mmaformal.sparse.derive (the
+        """Sparse instructions take the dense A row (K elements, keeping the pattern of
+        mmaformal.sparse: 2:4, tf32 1:2, s4/u4 2 aligned pairs of 8): the kept elements and the metadata are derived by mmaformal.sparse.derive (the
         rule simulate applies to a dense A); `sparse_valid` is the input constraint."""
         k = self.ins.k
         ns = k // self.ins.scale_block if self.ins.scale else 0
@@ -129,7 +129,7 @@ class Model:
         return d
 
     def sparse_valid(self, K, a: Sequence[BV]) -> list:
-        """z3 constraints: the dense A rows (of every chained block) keep the 2:4 pattern."""
+        """z3 constraints: the dense A rows (of every chained block) keep the sparse pattern (mmaformal.sparse)."""
         if not self.ins.sparse:
             return []
         from .. import sparse as _sp

@@ -35,7 +35,7 @@ bound, a first block that overflows and a later block that comes back: clamp at 
 each block of L; rivals sat_at = "step" with L = K/4, K/2).
 
 Sparse instructions (mma.sp, wgmma.sp, v_smfmac) take their probes as dense A rows (at most 2
-non-zeros per group of 4; rows of the other features that break the pattern are dropped), and
+non-zeros per group of 4, s4/u4 2 aligned pairs of 8; rows of the other features that break the pattern are dropped), and
 get the feature `sparse`: U at k = 0, U 2^-j at k = 1, -U in a later group (one fused sum of
 the kept terms, or blocks over the logical K that round U + U 2^-j first), and NaN / Inf in B
 rows that the metadata prunes (seen only when all K terms are summed): sparse = "selected"
@@ -173,13 +173,11 @@ class _Builder:
         return True
 
     def _sparse_ok(self, a: list) -> bool:
-        """A dense A row of a sparse instruction keeps the 2:4 (1:2) pattern."""
+        """A dense A row of a sparse instruction keeps the 2:4 (1:2; s4/u4 4:8 in pairs) pattern."""
         if not self.ins.sparse:
             return True
-        from ..sparse import zero_mask
-        G, kept = self.ins.sparsity
-        zm = zero_mask(self.ins.a)
-        return all(sum(1 for x in a[g:g + G] if int(x) & zm) <= kept for g in range(0, len(a), G))
+        from ..sparse import row_ok
+        return row_ok(self.ins, a)
 
     def add_raw(self, feature: str, desc: str, a: list, b: list, c: int) -> None:
         K = self.ins.k
@@ -551,7 +549,7 @@ def _independence(ins: isa.Instruction, n: int = 4, seed: int = 0):
     from ..classes import generate
     rng = np.random.default_rng(seed)
     a, b, c = generate("normal", ins.a, ins.b, ins.c, ins.k, n, rng)
-    if ins.sparse:                      # keep the 2:4 (1:2) pattern: the first kept of each group
+    if ins.sparse:                      # keep the pattern: the first `kept` of each group (s4/u4: pairs 0, 1)
         G, kept = ins.sparsity
         a[:, (np.arange(ins.k) % G) >= kept] = 0
     A = np.repeat(a[:, None, :], ins.m, axis=1)
