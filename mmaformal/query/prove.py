@@ -591,37 +591,6 @@ def _int_addend(x: BV, y: BV, fa: str, fb: str, bop: str) -> BV:
     return va.resize(w, True) * vb.resize(w, True)
 
 
-def _monotonic_parts_int(m: Model):
-    """The monotonicity query of an integer instruction: addends are the exact integer products
-    and c (signed s32); outputs compare as signed s32. Storage bits above an element's value
-    bits are zero (the front ends reject others)."""
-    import z3
-    ins = m.ins
-    K = Z3Backend()
-    x = Inputs.for_model(K, m)
-    y = Inputs.for_model(K, m, prefix="p")
-    kdim = m.k
-    sel = K.var("sel", max(2, (kdim + 1).bit_length()))
-    cons = [(sel <= kdim).v]
-    for inp in (x, y):
-        for v, f in [(v, ins.a) for v in inp.a] + [(v, ins.b) for v in inp.b]:
-            F = fp.fmt(f)
-            if F.storage > F.k:
-                cons.append((v.extract(F.storage - 1, F.k) == 0).v)
-    for k in range(kdim):
-        same = (x.a[k] == y.a[k]) & (x.b[k] == y.b[k])
-        cons.append(z3.Or((sel == k).v, same.v))
-        t1 = _int_addend(x.a[k], x.b[k], ins.a, ins.b, ins.bop)
-        t2 = _int_addend(y.a[k], y.b[k], ins.a, ins.b, ins.bop)
-        cons.append(z3.Implies((sel == k).v, (t1 < t2).v))             # strictly larger
-    cons.append(z3.Or((sel == kdim).v, (x.c == y.c).v))
-    cons.append(z3.Implies((sel == kdim).v,
-                           (fp.int_value(ins.c, x.c) < fp.int_value(ins.c, y.c)).v))
-    o1 = m.dot(K, *x.padded(m))
-    o2 = m.dot(K, *y.padded(m))
-    return K, x, y, cons, o1, o2, sel
-
-
 def _monotonic_viol(m: Model, o1: BV, o2: BV, reverse: bool = False):
     """Phi(y) < Phi(x) (reverse: Phi(x) < Phi(y)) as real numbers, NaN outputs excluded."""
     f = m.ins.d
@@ -634,29 +603,42 @@ def _monotonic_viol(m: Model, o1: BV, o2: BV, reverse: bool = False):
 
 
 def _monotonic_parts(m: Model):
-    if fp.fmt(m.ins.a).is_int:
-        return _monotonic_parts_int(m)
+    """The monotonicity query: two inputs x, y that differ in addend `sel` (a product a_k*b_k,
+    or c at sel = K), whose exact value is larger in y. Floating point: every input finite,
+    products compared as exact terms, c in real order, block scales equal and finite.
+    Integers: addends are the exact products (b1: the bit) and c as signed s32; storage bits
+    above an element's value bits are zero (the front ends reject others)."""
     import z3
     ins = m.ins
+    integer = fp.fmt(ins.a).is_int
     K = Z3Backend()
     x = Inputs.for_model(K, m)
     y = Inputs.for_model(K, m, prefix="p")
     kdim = m.k
     sel = K.var("sel", max(2, (kdim + 1).bit_length()))
-    cons = []
+    cons = [(sel <= kdim).v]
     for inp in (x, y):
         for v, f in [(v, ins.a) for v in inp.a] + [(v, ins.b) for v in inp.b] + [(inp.c, ins.c)]:
-            u = fp.decode(f, v)
-            cons.append(z3.Not((u.nan | u.inf).v))
-    cons.append((sel <= kdim).v)
+            F = fp.fmt(f)
+            if not integer:
+                u = fp.decode(f, v)
+                cons.append(z3.Not((u.nan | u.inf).v))
+            elif F.storage > F.k:
+                cons.append((v.extract(F.storage - 1, F.k) == 0).v)
+    if integer:
+        larger = lambda k: _int_addend(x.a[k], x.b[k], ins.a, ins.b, ins.bop) < \
+            _int_addend(y.a[k], y.b[k], ins.a, ins.b, ins.bop)
+        c_larger = fp.int_value(ins.c, x.c) < fp.int_value(ins.c, y.c)
+    else:
+        term = lambda inp, k: mma.product(fp.decode(ins.a, inp.a[k]), fp.decode(ins.b, inp.b[k]))
+        larger = lambda k: ~_term_le(term(y, k), term(x, k))
+        c_larger = _ord(x.c, ins.c) < _ord(y.c, ins.c)
     for k in range(kdim):
         same = (x.a[k] == y.a[k]) & (x.b[k] == y.b[k])
         cons.append(z3.Or((sel == k).v, same.v))
-        t1 = mma.product(fp.decode(ins.a, x.a[k]), fp.decode(ins.b, x.b[k]))
-        t2 = mma.product(fp.decode(ins.a, y.a[k]), fp.decode(ins.b, y.b[k]))
-        cons.append(z3.Implies((sel == k).v, (~_term_le(t2, t1)).v))    # strictly larger
+        cons.append(z3.Implies((sel == k).v, larger(k).v))          # strictly larger
     cons.append(z3.Or((sel == kdim).v, (x.c == y.c).v))
-    cons.append(z3.Implies((sel == kdim).v, (_ord(x.c, ins.c) < _ord(y.c, ins.c)).v))
+    cons.append(z3.Implies((sel == kdim).v, c_larger.v))
     for sx, sy in zip((x.sa or []) + (x.sb or []), (y.sa or []) + (y.sb or [])):
         cons.append((sx == sy).v)                       # block scales: the same, finite
         cons.append(z3.Not(fp.decode(ins.scale, sx).nan.v))
