@@ -326,7 +326,7 @@ RECORDS = sorted(p for p in RECS.glob("sm90_*.json"))
 
 def _first_per_theory_and_n(records):
     """One record per (type combination, D format) at the smallest and the largest N that
-    ran: the default run's share; `pytest -m slow` replays every record (about 1 s each)."""
+    ran: the default run's share; `pytest -m slow` replays every record."""
     import re
     out = []
     for p in records:
