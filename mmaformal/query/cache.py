@@ -12,6 +12,7 @@ the answer to exactly the text that hashes to its key.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .model import check
@@ -48,12 +49,20 @@ class Cache:
         self.mem[sha] = r
         if persist and self.root is not None and r.status == "unsat":
             self.root.mkdir(parents=True, exist_ok=True)
-            (self.root / f"{sha}.smt2").write_text(text)
-            (self.root / f"{sha}.json").write_text(json.dumps(
+            _write_atomic(self.root / f"{sha}.smt2", text)
+            _write_atomic(self.root / f"{sha}.json", json.dumps(
                 {"status": "unsat", "verdict": "proved", "solver": r.solver,
                  "solver_version": r.version, "seconds": round(r.seconds, 3),
                  "query": f"{sha}.smt2", "claim": "a lemma of a decomposed proof (the negated "
                  "lemma is this query; unsat proves it)"}, indent=1) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename, so that another worker of a campaign
+    reading the same entry never sees it half written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 #: The process-wide cache; `prove --save` points it at the store's proofs/cache

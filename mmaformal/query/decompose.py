@@ -1042,3 +1042,279 @@ def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
     if not st.out.v.eq(prev_out.v):
         raise NotDecomposable("the output is not the last block's output")
     return lemmas
+
+
+# ============================================================================================
+# Monotonicity of T-FDPA chains
+# ============================================================================================
+
+COMBINATION_MONOTONIC_FDPA = (
+    "per block, a fused sum of n terms (products, and the accumulator: c in block 1, the cut "
+    "D_ in a later one) with E = max_t key_t (checked syntactically: key_t = the term's "
+    "exponent, or zero_exp for a zero term), A_t(E) each term aligned at E and truncated "
+    "toward zero, S = sum_t A_t(E) (checked syntactically, wrap-free: |A_t| < 2^mw_t, "
+    "sum_t 2^mw_t <= 2^(w-1)) and the output G(S, E, N, P, Q, Z) once those are cut. "
+    "mono.range: every key lies in [lo, hi] or the term is zero and aligns to 0 at every E; "
+    "mono.flags: finite block inputs take the finite path (N, P, Q false). Two inputs x, y "
+    "that differ in one addend j whose value increases (the claim's order), at E_x, E_y: "
+    "(i) E_x = E_y = V: mono.same gives A_j(x, V) <= A_j(y, V), the other terms are equal, so "
+    "S_x <= S_y. (ii) E_x < E_y: the other keys are equal on both sides, so key_j(y) = E_y; "
+    "mono.coarsen: another term aligned at E_y is its alignment at E_x truncated toward zero "
+    "by d = E_y - E_x bits, so in units 2^(E_x - F) it loses less than 2^d; mono.gain.up: "
+    "A_j(y, E_y) 2^d - A_j(x, E_x) >= (n - 1) 2^d; so S_y 2^d >= S_x. (iii) E_x > E_y: "
+    "likewise key_j(x) = E_x, the other terms gain precision at E_y and lose (in units "
+    "2^(E_y - F)) less than 2^d each, mono.gain.down: A_j(y, E_y) - A_j(x, E_x) 2^d >= (n - 1) "
+    "2^d. In every case S_x 2^E_x <= S_y 2^E_y as real numbers, and mono.out (the output "
+    "conversion is non-decreasing in the real value S 2^(E - F) for E in [lo, hi]; mono.zero: "
+    "S = 0 gives a zero at any E, which covers an all-zero side whose E is below lo) orders "
+    "the block outputs, NaN excluded. Later blocks: their accumulator D <= D' (finite: the "
+    "same lemmas with D as the changed addend; mono.inf: D = +Inf or -Inf with finite products "
+    "gives that Inf; mono.nan: a NaN D gives NaN), so the order passes down the chain; the "
+    "final IEEE addition of c (accumulate = add) is non-decreasing in both arguments "
+    "(add.mono.u, add.mono.c) and keeps NaN (add.nan). A NaN on either side is outside the "
+    "claim.")
+
+
+def _term_vars(t: "mma.Term") -> set[str]:
+    return free_vars(t.sign.v, t.e.v, t.sig.v, t.zero.v, t.inf.v, t.nan.v)
+
+
+def _sub_term(K, t: "mma.Term", pairs) -> "mma.Term":
+    from ..bits import Bool
+    b = lambda x: Bool(K, _sub(x.v, pairs))
+    v = lambda x: BV(K, x.w, x.s, _sub(x.v, pairs))
+    return mma.Term(b(t.sign), v(t.e), v(t.sig), t.fb, b(t.zero), b(t.inf), b(t.nan))
+
+
+def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) -> list[Lemma]:
+    """The lemmas of the monotonicity claim for a T-FDPA chain (COMBINATION_MONOTONIC_FDPA).
+    order(x, f), term_le(t1, t2): the claim's comparisons (query.prove). reverse: mono.out
+    with its output inequality turned (a broken twin: satisfiable)."""
+    import z3
+    if st.why:
+        raise NotDecomposable(st.why)
+    m, K, inp = st.model, st.K, st.inp
+    th, ins = m.theory, m.ins
+    if th.op != "t_fdpa" or ins.scale:
+        raise NotDecomposable(f"op {th.op}: the monotonicity decomposition covers t_fdpa chains")
+    zero_exp = th.param_dict.get("zero_exp", "excluded")
+    fmt_of = {str(x.v): ins.a for x in inp.a}
+    fmt_of.update({str(x.v): ins.b for x in inp.b})
+    fmt_of[str(inp.c.v)] = ins.c
+    pair_of = {frozenset((str(x.v), str(y.v))): k for k, (x, y) in enumerate(zip(inp.a, inp.b))}
+    fd = mma.rho_of(th.param_dict["rho"])[2]
+    fconv = [fp.fmt(th.convert)] if th.convert else []
+
+    def rng(f):
+        fs = [fp.fmt(f)] + fconv
+        return min(x.emin for x in fs), max(x.emax for x in fs)
+
+    def fin(names, side=""):
+        out = []
+        for n in sorted(names):
+            f = fmt_of[n]
+            u = fp.decode(f, BV(K, fp.fmt(f).storage, False, z3.BitVec(n + side, fp.fmt(f).storage)))
+            out.append(z3.Not((u.nan | u.inf).v))
+        return out
+
+    lemmas: list[Lemma] = []
+    prev_out = None
+    seen_vars: set[str] = set()
+    for j, blk in enumerate(st.blocks):
+        tag = f"block{j}"
+        cut: list = []
+        if prev_out is not None:
+            D = z3.BitVec("D_", fp.fmt(blk.fc).storage)
+            cut = [(prev_out.v, D)]
+            fmt_of["D_"] = blk.fc
+        fs_ = blk.fs
+        terms = fs_["terms"]
+        Eraw = fs_["e_max"]
+        keyed = [mma._zero_key(K, t.zero, e, e.w, zero_exp) for t, e in zip(terms, fs_["e"])]
+        mx = keyed[0]
+        for e in keyed[1:]:
+            mx = mma.bvmax(mx, e)
+        if not mx.v.eq(Eraw.v):
+            raise NotDecomposable(f"{tag}: e_max is not the max of the term keys")
+        E = _sub(Eraw.v, cut)
+        ew = E.size()
+        F = fs_["F"]
+        w = blk.S.w
+        al = [_sub(x.v, cut) for x in blk.aligned]
+        cterms = [_sub_term(K, t, cut) for t in terms]
+        keys = [_sub(k.v, cut) for k in keyed]
+        # which inputs each term reads, and its static exponent range
+        info = []
+        lo = hi = None
+        for t, (term, a_t) in enumerate(zip(cterms, al)):
+            vs = _term_vars(term)
+            if vs & seen_vars:
+                raise NotDecomposable(f"{tag}: term {t} shares inputs with another term")
+            seen_vars |= vs - {"D_"}
+            if not vs:
+                info.append(("const", None, None))
+                if not z3.is_true(z3.simplify(term.zero.v)):
+                    raise NotDecomposable(f"{tag}: constant term {t} is not a zero")
+                continue
+            if len(vs) == 2 and frozenset(vs) in pair_of:
+                k = pair_of[frozenset(vs)]
+                (la, ha), (lb, hb) = rng(ins.a), rng(ins.b)
+                info.append(("product", k, (la + lb, ha + hb)))
+            elif vs == {str(inp.c.v)} or vs == {"D_"}:
+                f = ins.c if vs == {str(inp.c.v)} else blk.fc
+                info.append(("acc", next(iter(vs)), rng(f)))
+            else:
+                raise NotDecomposable(f"{tag}: term {t} reads {sorted(vs)}")
+            r = info[-1][2]
+            lo = r[0] if lo is None else min(lo, r[0])
+            hi = r[1] if hi is None else max(hi, r[1])
+        if isinstance(zero_exp, int) and not isinstance(zero_exp, bool):
+            lo, hi = min(lo, zero_exp), max(hi, zero_exp)
+        n_var = len(info)      # the terms that can lose precision when E grows (all of them)
+        span = hi - lo
+        W2 = w + span + 3
+        V, V1, V2 = (z3.BitVec(n, ew) for n in ("E_", "E1_", "E2_"))
+        inr = lambda v: z3.And(v >= lo, v <= hi)
+        wide = lambda x, wx: z3.SignExt(W2 - wx, x)
+        shl = lambda x, d: x << z3.ZeroExt(W2 - ew, d)
+        bounds = []
+        for t, (term, a_t, key, (kind, ref, _r)) in enumerate(zip(cterms, al, keys, info)):
+            at = lambda v, a=a_t: _sub(a, [(E, v)])
+            vs = _term_vars(term)
+            if not free_vars(at(V)) <= vs | {"E_"}:
+                raise NotDecomposable(f"{tag}: aligned term {t} reads more than its inputs and E")
+            ls, rs = max(0, F - term.fb), max(0, term.fb - F)
+            mw = term.sig.w + ls - rs
+            bounds.append(mw)
+            name = f"{tag}.t{t}"
+            fx = fin(vs)
+            lemmas.append(Lemma(f"{name}.range", "the key lies in [lo, hi], or the term is zero "
+                                "and aligns to 0 at every E; the aligned term is bounded",
+                                fx + [z3.Not(z3.And(
+                                    z3.Or(z3.And(key >= lo, key <= hi),
+                                          z3.And(term.zero.v, at(V) == 0)),
+                                    z3.Implies(key <= V, z3.And(at(V) < (1 << mw),
+                                                                at(V) > -(1 << mw)))))]))
+            lemmas.append(Lemma(f"{name}.coarsen", "aligned at a larger E, the term is its "
+                                "finer alignment truncated toward zero",
+                                fx + [inr(V1), inr(V2), key <= V1, V1 < V2,
+                                      z3.Not(at(V2) == _rz_shift(at(V1), V2 - V1, w, ew))]))
+            if kind == "const":     # a constant addend (a zero accumulator) never changes
+                continue
+            # the y side: the term's inputs primed
+            pr = [(z3.BitVec(n, fp.fmt(fmt_of[n]).storage), z3.BitVec(n + "p", fp.fmt(fmt_of[n]).storage))
+                  for n in sorted(vs)]
+            aty = lambda v, a=a_t: _sub(_sub(a, [(E, v)]), pr)
+            keyy = _sub(key, pr)
+            fy = fin(vs, "p")
+            if kind == "product":
+                xa, xb = inp.a[ref], inp.b[ref]
+                ya, yb = (BV(K, x.w, False, _sub(x.v, pr)) for x in (xa, xb))
+                larger = z3.Not(term_le(mma.product(fp.decode(ins.a, ya), fp.decode(ins.b, yb)),
+                                        mma.product(fp.decode(ins.a, xa), fp.decode(ins.b, xb))).v)
+            else:
+                f = fmt_of[ref]
+                xv = BV(K, fp.fmt(f).storage, False, z3.BitVec(ref, fp.fmt(f).storage))
+                yv = BV(K, xv.w, False, _sub(xv.v, pr))
+                larger = (order(xv, f) <= order(yv, f)).v
+            hyp = fx + fy + [larger]
+            lemmas.append(Lemma(f"{name}.same", "at one E, a larger addend aligns no lower",
+                                hyp + [inr(V), key <= V, keyy <= V, z3.Not(at(V) <= aty(V))]))
+            g = (n_var - 1)
+            lemmas.append(Lemma(f"{name}.gain.up", "an addend that raises E gains at least "
+                                "n - 1 units of the coarser alignment",
+                                hyp + [inr(V1), inr(V2), key <= V1, V1 < V2, keyy == V2,
+                                       z3.Not(shl(wide(aty(V2), w), V2 - V1) - wide(at(V1), w)
+                                              >= shl(z3.BitVecVal(g, W2), V2 - V1))]))
+            lemmas.append(Lemma(f"{name}.gain.down", "an addend that lowers E gains at least "
+                                "n - 1 units of the coarser alignment",
+                                hyp + [inr(V1), inr(V2), keyy <= V2, V2 < V1, key == V1,
+                                       z3.Not(wide(aty(V2), w) - shl(wide(at(V1), w), V1 - V2)
+                                              >= shl(z3.BitVecVal(g, W2), V1 - V2))]))
+        if sum(1 << b for b in bounds) > 1 << (w - 1):
+            raise NotDecomposable(f"{tag}: the sum may wrap around in {w} bits")
+        A = [z3.BitVec(f"A{t}_", w) for t in range(len(al))]
+        S = _sub(blk.S.v, cut)
+        if not free_vars(_sub(S, list(zip(al, A)))) <= {f"A{t}_" for t in range(len(al))}:
+            raise NotDecomposable(f"{tag}: S is not a function of the aligned terms")
+        N, P, Q = (_sub(blk.sp[k].v, cut) for k in ("nan", "pinf", "ninf"))
+        Z = _sub(blk.conv["zero_sign"].v, cut)
+        out = _sub(blk.out.v, cut)
+        Sv, Ev = z3.BitVec("S_", w), z3.BitVec("E_", ew)
+        Nv, Pv, Qv, Zv = (z3.Bool(n) for n in ("N_", "P_", "Q_", "Z_"))
+        G = _sub(out, [(S, Sv), (E, Ev), (N, Nv), (P, Pv), (Q, Qv), (Z, Zv)])
+        if free_vars(G) - {"S_", "E_", "N_", "P_", "Q_", "Z_"}:
+            raise NotDecomposable(f"{tag}: the output is not a function of (S, E, N, P, Q, Z)")
+        blk_vars = set().union(*(_term_vars(t) for t in cterms))
+        lemmas.append(Lemma(f"{tag}.flags", "finite inputs take the finite path",
+                            fin(blk_vars) + [z3.Or(N, P, Q)]))
+        Gf = lambda s, e, z: BV(K, fd.storage, False, _sub(G, [(Sv, s), (Ev, e), (Nv, z3.BoolVal(False)),
+                                                              (Pv, z3.BoolVal(False)),
+                                                              (Qv, z3.BoolVal(False)), (Zv, z)]))
+        S1, S2 = z3.BitVec("S1_", w), z3.BitVec("S2_", w)
+        Z1, Z2 = z3.Bool("Z1_"), z3.Bool("Z2_")
+        g1, g2 = Gf(S1, V1, Z1), Gf(S2, V2, Z2)
+        u1, u2 = fp.decode(fd, g1), fp.decode(fd, g2)
+        smax = sum(1 << b for b in bounds)
+        viol = (order(g1, fd.name) < order(g2, fd.name)) if reverse else \
+            (order(g2, fd.name) < order(g1, fd.name))
+        # one lemma per difference d = E2 - E1 in [-span, span] (a constant shift each;
+        # E1 free in the middle half of its range, so the text does not depend on [lo, hi]
+        # and is shared by every block with the same conversion and sum width)
+        half = 1 << (ew - 3)
+        for dd in range(-span, span + 1):
+            s1, s2 = z3.SignExt(abs(dd) + 2, S1), z3.SignExt(abs(dd) + 2, S2)
+            le = (s1 <= (s2 << dd)) if dd >= 0 else ((s1 << -dd) <= s2)
+            lemmas.append(Lemma(f"{tag}.out.d{dd}", "the output conversion is non-decreasing "
+                                "in the value S 2^(E - F) (E2 - E1 = d)",
+                                [V1 >= -half, V1 < half, V2 == V1 + dd, S1 < smax, S1 > -smax,
+                                 S2 < smax, S2 > -smax, le, z3.Not(u1.nan.v),
+                                 z3.Not(u2.nan.v), viol.v]))
+        g0 = Gf(z3.BitVecVal(0, w), V, Zv)
+        lemmas.append(Lemma(f"{tag}.zero", "a zero sum gives a zero at any E",
+                            [z3.Not(fp.decode(fd, g0).zero.v)]))
+        if prev_out is not None:
+            prods = blk_vars - {"D_"}
+            dD = fp.decode(blk.fc, BV(K, D.size(), False, D))
+            o = BV(K, fd.storage, False, out)
+            uo = fp.decode(fd, o)
+            lemmas.append(Lemma(f"{tag}.inf", "an infinite accumulator with finite products "
+                                "gives that infinity",
+                                fin(prods) + [dD.inf.v, z3.Not(z3.And(uo.inf.v, uo.sign.v == dD.sign.v))]))
+            lemmas.append(Lemma(f"{tag}.nan", "a NaN accumulator gives a NaN output",
+                                fin(prods) + [dD.nan.v, z3.Not(uo.nan.v)]))
+        prev_out = blk.out
+    if st.acc is not None:
+        fdd = fp.fmt(ins.d)
+        U, U2 = z3.BitVec("U_", fdd.storage), z3.BitVec("U2_", fdd.storage)
+        Gadd = _sub(st.out.v, [(prev_out.v, U)])
+        if not free_vars(Gadd) - {"U_"} <= {str(inp.c.v)} or str(inp.c.v) in seen_vars:
+            raise NotDecomposable("the final addition is not a function of (u, c) alone")
+        cc = inp.c
+        c2 = z3.BitVec(str(cc.v) + "p", cc.w)
+        ga = lambda u, c: BV(K, fdd.storage, False, _sub(Gadd, [(U, u), (cc.v, c)]))
+        nn = lambda x: z3.Not(fp.decode(ins.d, x).nan.v)
+        bv = lambda x: BV(K, fdd.storage, False, x)
+        cv = lambda x: BV(K, cc.w, False, x)
+        fc_ = fin({str(cc.v)})
+        lemmas.append(Lemma("add.mono.u", "the final addition is non-decreasing in the chain",
+                            fc_ + [nn(bv(U)), nn(bv(U2)), (order(bv(U), ins.d) <= order(bv(U2), ins.d)).v,
+                                   nn(ga(U, cc.v)), nn(ga(U2, cc.v)),
+                                   (order(ga(U2, cc.v), ins.d) < order(ga(U, cc.v), ins.d)).v]))
+        lemmas.append(Lemma("add.mono.c", "the final addition is non-decreasing in c",
+                            fc_ + fin({str(cc.v)}, "p") + [nn(bv(U)),
+                                   (order(cv(cc.v), ins.c) <= order(cv(c2), ins.c)).v,
+                                   nn(ga(U, cc.v)), nn(ga(U, c2)),
+                                   (order(ga(U, c2), ins.d) < order(ga(U, cc.v), ins.d)).v]))
+        lemmas.append(Lemma("add.nan", "a NaN chain output gives a NaN result",
+                            fc_ + [fp.decode(ins.d, bv(U)).nan.v, nn(ga(U, cc.v))]))
+    elif not st.out.v.eq(prev_out.v):
+        raise NotDecomposable("the output is not the last block's output")
+    return lemmas
+
+
+def _rz_shift(x, d, w: int, ew: int):
+    """x (signed, w bits) divided by 2^d, truncated toward zero (d >= 0, ew bits)."""
+    import z3
+    dd = z3.ZeroExt(w - ew, d) if w > ew else z3.Extract(w - 1, 0, d)
+    return z3.If(x < 0, -z3.LShR(-x, dd), z3.LShR(x, dd))

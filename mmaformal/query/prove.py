@@ -684,22 +684,29 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
             st, info, method = "sat", pair(*found), "search"
             r = Result("sat", "search (numpy lanes)", "", _now() - t0)
     integer = fp.fmt(ins.a).is_int and m.theory.op == "int_chain" and not ins.sparse
-    if st is None and (integer or m.theory.model == "fma"):
+    fdpa = (m.theory.model == "fdpa" and m.theory.op == "t_fdpa" and not ins.sparse
+            and not ins.scale)
+    if st is None and (integer or fdpa or m.theory.model == "fma"):
+        subject = [m]
         if integer:
             addend = lambda a, b: _int_addend(a, b, ins.a, ins.b, ins.bop)
             make, comb = (lambda mm: _dec.monotonic_lemmas_int(mm, addend),
                           _dec.COMBINATION_MONOTONIC_INT)
+        elif fdpa:
+            subject = [_dec.structure(m)]
+            make, comb = (lambda s: _dec.monotonic_lemmas_fdpa(s, _ord, _term_le),
+                          _dec.COMBINATION_MONOTONIC_FDPA)
         else:
             make, comb = (lambda mm: _dec.fma_monotonic_lemmas(mm, _ord, _term_le),
                           _dec.COMBINATION_MONOTONIC_FMA)
-        status, parts, why = _decomposed([m], make, "auto", solver, timeout,
+        status, parts, why = _decomposed(subject, make, "auto", solver, timeout,
                                          save if persist is None else persist, t0)
         if status == "proved":
             texts = {p["sha256"]: p.pop("text") for p in parts}
             res = outcome("proved", claim, [m], _now() - t0,
                           ",".join(sorted({p["solver"] for p in parts})), method="decomposed",
                           parts=parts, combination=comb, _texts=texts)
-            res["twin"] = (_monotonic_twin(m, solver, timeout, backends) if integer else
+            res["twin"] = (_monotonic_twin(m, solver, timeout, backends) if integer or fdpa else
                            _fma_twin(m, "monotonic", solver, timeout))
             res["query_sha256"] = None
             if save:
