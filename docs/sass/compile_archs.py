@@ -54,11 +54,18 @@ BITS = {"f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m
 
 
 def ptx_opcode(ins) -> str:
-    sp = f".{ins.sparse}" if ins.sparse else ""
-    sat = ".satfinite" if ins.satfinite else ""
-    bop = f".{ins.bop}.popc" if ins.bop else ""
-    return (f"mma{sp}.sync.aligned.m{ins.m}n{ins.n}k{ins.k}.row.col{sat}."
-            f"{ins.d}.{ins.a}.{ins.b}.{ins.c}{bop}")
+    """The catalog qualifier with `.sync.aligned` after the opcode and `.row.col` after the
+    shape (the catalog's spelling rule, undone)."""
+    op, rest = ins.qualifier.split(f".m{ins.m}n{ins.n}k{ins.k}", 1)
+    return f"{op}.sync.aligned.m{ins.m}n{ins.n}k{ins.k}.row.col{rest}"
+
+
+def bits(ins, fmt: str) -> int:
+    """Register bits of one element: 4-bit and 6-bit floats sit in 8-bit containers under
+    kind::f8f6f4 / mxf8f6f4, packed two to a byte under kind::mxf4 / mxf4nvf4."""
+    if fmt in ("e2m1", "e2m3", "e3m2"):
+        return 4 if "kind::mxf4" in ins.qualifier else 8
+    return BITS[fmt]
 
 
 def regs(ins) -> dict[str, tuple[int, str]]:
@@ -76,7 +83,7 @@ def regs(ins) -> dict[str, tuple[int, str]]:
         elif fmt == "f32" and role in "cd":
             out[role] = (elems, "f")
         else:
-            out[role] = (max(1, elems * BITS[fmt] // 32), "r")
+            out[role] = (max(1, elems * bits(ins, fmt) // 32), "r")
     return out
 
 
@@ -103,6 +110,10 @@ def mma_kernel(idx: int, ins) -> str:
     if ins.sparse:
         lines.append(f"  unsigned e = *(const unsigned*)((const char*)in + {off});")
         tail, extra = f", %{idx_}, 0x0", ['"r"(e)']
+    if ins.scale:                                  # scale data, {byte-id, thread-id} of A, B
+        lines.append(f"  unsigned sa = *(const unsigned*)((const char*)in + {off}), "
+                     f"sb = *(const unsigned*)((const char*)in + {off + 4});")
+        tail, extra = f", %{idx_}, {{0, 0}}, %{idx_ + 1}, {{0, 0}}", ['"r"(sa)', '"r"(sb)']
     lines.append(f'  asm volatile("{ptx_opcode(ins)} {", ".join(groups)}{tail};"')
     lines.append("    : " + ", ".join(f'"={r["d"][1]}"(d{j})' for j in range(r["d"][0])))
     ins_ops = [f'"{r[x][1]}"({x}{j})' for x in "abc" for j in range(r[x][0])] + extra
@@ -216,15 +227,15 @@ def main() -> int:
     od_version = run([cuobjdump, "--version"]).strip().splitlines()[-2]
     for arch in args.arch or sorted(TARGETS):
         gencode, target = TARGETS[arch]
-        mma = sorted((i for i in isa.instructions() if i.arch == arch and i.family == "mma"
-                      and not i.scale and "kind::" not in i.qualifier), key=lambda i: i.name)
+        mma = sorted((i for i in isa.instructions() if i.arch == arch and i.family == "mma"),
+                     key=lambda i: i.name)
         wmma = sorted((i for i in isa.instructions() if i.arch == arch and i.family == "wmma"),
                       key=lambda i: i.name)
         with tempfile.TemporaryDirectory() as td:
             res = compile_mma(mma, gencode, nvcc, cuobjdump, Path(td))
             res.update(compile_wmma(wmma, gencode, nvcc, cuobjdump, Path(td)))
         head = [f"# SASS of the {arch} mma / mma.sp / wmma forms of the catalog (block-scaled and",
-                "# kind:: forms left out), compiled "
+                "# kind:: forms included), compiled "
                 f"{datetime.date.today()} by docs/sass/compile_archs.py (no GPU):",
                 "#   mma: one inline-PTX kernel per form; wmma.mma: CUDA C++ WMMA API (A row-major,"
                 " B col-major)",
