@@ -464,6 +464,23 @@ def test_provenance_states_the_records_totals():
             assert all(f"{d.name}/" in rprov for d in BATCHES), rid
 
 
+def test_second_call_digest_verdicts_current():
+    """Every record of the second device call was replayed in full (10^7 inputs regenerated
+    from its seed, the primary theory's D hashed per class: digest-replay.json) with today's
+    primary theory: a changed theory makes the verdict stale and this fails until it is
+    replayed again (python3 -m mmaformal.hw.wgmma_sp --out DIR --replay REC...)."""
+    import json
+    d = BATCHES[1]
+    v = json.loads((d / "digest-replay.json").read_text())["verdicts"]
+    names = {json.loads(p.read_text())["instruction"] for p in d.glob("sm90_*.json")}
+    assert set(v) == names and len(v) == 224
+    for name, r in v.items():
+        th = theory.resolve(name)
+        assert r["theory"] == th.id and r["theory_hash"] == th.hash(), name
+        assert r["all_equal"] and len(r["classes_equal"]) == 10, name
+        assert all(r["classes_equal"].values()), name
+
+
 def test_coverage_check_finds_a_dirty_or_doubled_record(tmp_path):
     import json
     import shutil
