@@ -543,3 +543,54 @@ def _one(name, cx, tid):
     C = np.zeros((1, ins.m, ins.n), dt[fp.fmt(ins.c).storage])
     C[0, 0, 0] = int(cx["c"], 16)
     return int(simulate(name, A, B, C, meta=P, theory=tid)[0, 0, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# README's table of sm90 families: counted here from the records and the catalog
+# ---------------------------------------------------------------------------------------------
+
+def _family(ins) -> str:
+    op = ins.qualifier.split(".")[0]
+    sp = ".sp" if ins.sparse else ""
+    return ("integer " if ins.integer else "") + op + sp
+
+
+def test_readme_sm90_family_table_counts_the_records():
+    """Each row of README's "sm90 forms on the silicon, by family" gives the catalog's forms of
+    that family and how many have a clean >= 10^7 campaign (0 mismatches against the form's
+    primary theory, or every class's digest equal on replay for the digest records)."""
+    import json
+    import re
+    hw = paths.shipped("counterexamples") / "hw"
+    clean: set[str] = set()
+    for p in hw.glob("*/sm90_*.json"):
+        r = json.loads(p.read_text())
+        if "instruction" not in r or r.get("tests", 0) < 10_000_000:
+            continue
+        name = r["instruction"]
+        if "mismatches" in r:
+            ok = r["mismatches"] == 0 and r.get("theory") == theory.resolve(name).id
+        else:
+            v = json.loads((p.parent / "digest-replay.json").read_text())["verdicts"]
+            ok = name in v and v[name]["all_equal"] and v[name]["theory"] == \
+                theory.resolve(name).id
+        if ok:
+            clean.add(name)
+    cat = [i for i in isa.catalog().values() if i.arch == "sm90"]
+    want: dict[str, list[int]] = {}
+    for i in cat:                     # the table has one wmma row (17 + 18 integer forms)
+        c = want.setdefault(_family(i).replace("integer wmma", "wmma"), [0, 0])
+        c[0] += 1
+        c[1] += i.name in clean
+    readme_path = paths.shipped("counterexamples").parent / "README.md"
+    if not readme_path.exists():
+        pytest.skip("README.md is not shipped with an installed package")
+    readme = readme_path.read_text()
+    sec = readme.split("## sm90 forms on the silicon, by family", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (.+?) \| (\d+)[^|]* \| (\d+) \|", sec, re.M)
+    got = {}
+    for fam, n, ok in rows:
+        key = re.sub(r"[`]", "", fam).split(" (")[0].replace("wmma.mma", "wmma")
+        key = key.replace("mma.sp, mma.sp::ordered_metadata", "mma.sp")
+        got[key] = [int(n), int(ok)]
+    assert got == want
