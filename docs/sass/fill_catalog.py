@@ -73,7 +73,13 @@ SPLIT = {"cd": lambda i: (i.c, i.d), "k": lambda i: i.k, "n": lambda i: i.n, "m"
          "bop": lambda i: i.bop, "sparse": lambda i: i.sparse}
 
 
-def toml_value(v) -> str:
+def toml_value(vals) -> str:
+    """The TOML value of a key that takes the given values (a tuple of one or more)."""
+    if len(vals) > 1:
+        if isinstance(vals[0], tuple):               # cd pairs
+            return "[" + ", ".join(toml_value((v,))[1:-1] for v in vals) + "]"
+        return "[" + ", ".join(toml_value((v,)) for v in vals) + "]"
+    v = vals[0]
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, tuple):
@@ -137,10 +143,16 @@ def main() -> int:
             else:
                 failed.append((arch, [i.name for i in fs]))
                 per_arch[arch] = old
-        groups: dict[tuple, list[str]] = {}
+        by_val: dict[tuple, list[str]] = {}
         for where, t in per_arch.items():
             arch, key, val = where if isinstance(where, tuple) else (where, None, None)
-            groups.setdefault((t, key, val), []).append(arch)
+            by_val.setdefault((t, key, val), []).append(arch)
+        groups: dict[tuple, list[str]] = {}       # values with one template and archs: merged
+        for (t, key, val), arch_list in by_val.items():
+            vals = groups.setdefault((t, key, tuple(arch_list)), [])
+            vals.append(val)
+        groups = {(t, key, tuple(vals) if key else None): list(arch_list)
+                  for (t, key, arch_list), vals in groups.items()}
         if [g[0] for g in groups] == [old] and all(g[1] is None for g in groups):
             continue
         changed += 1
