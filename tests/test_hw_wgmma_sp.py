@@ -315,18 +315,21 @@ def test_hw_validate_runs_sparse_wgmma(fake_gpu, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# The H100 records (counterexamples/hw/2026-11-25-h100-issue14d/), replayed without a GPU
+# The H100 records, replayed without a GPU: two device calls of 2026-11-25, the first
+# (counterexamples/hw/2026-11-25-h100-issue14d/) ran 320 of the 544 new sm90 forms, the
+# second (counterexamples/hw/2026-11-25-h100-issue14e/) the other 224
 # ---------------------------------------------------------------------------------------------
 
 from mmaformal import paths, theory  # noqa: E402
 
-RECS = paths.shipped("counterexamples") / "hw" / "2026-11-25-h100-issue14d"
-RECORDS = sorted(p for p in RECS.glob("sm90_*.json"))
+BATCHES = [paths.shipped("counterexamples") / "hw" / d
+           for d in ("2026-11-25-h100-issue14d", "2026-11-25-h100-issue14e")]
+RECORDS = sorted(p for d in BATCHES for p in d.glob("sm90_*.json"))
 
 
 def _first_per_theory_and_n(records):
     """One record per (type combination, D format) at the smallest and the largest N that
-    ran: the default run's share; `pytest -m slow` replays every record."""
+    ran in that batch: the default run's share; `pytest -m slow` replays every record."""
     import re
     out = []
     for p in records:
@@ -340,8 +343,160 @@ def _first_per_theory_and_n(records):
     return sorted(keep)
 
 
-REPRESENTATIVE = _first_per_theory_and_n(RECORDS)
+REPRESENTATIVE = sorted(p for d in BATCHES for p in
+                        _first_per_theory_and_n(sorted(d.glob("sm90_*.json"))))
 FULL = [pytest.param(p, marks=pytest.mark.slow) for p in RECORDS if p not in REPRESENTATIVE]
+
+
+def new_sm90_forms() -> set[str]:
+    """Issue 14's new sm90 wgmma forms, read from the catalog: every sparse wgmma and the
+    integer wgmma with N = 240 or 256 (dense and sparse)."""
+    import re
+    cat = isa.catalog()
+    sp = {n for n in cat if n.startswith("sm90/wgmma.sp.")}
+    dense = {n for n in cat if re.fullmatch(
+        r"sm90/wgmma\.m64n(240|256)k32(\.satfinite)?\.s32\.[su]8\.[su]8", n)}
+    return sp | dense
+
+
+def coverage(batches) -> dict[str, list[str]]:
+    """Problems per form over the record folders: a form of ``new_sm90_forms`` with no record,
+    with more than one, a record that is not a clean >= 10^7-dot run of the form's primary
+    theory over the ten input classes, or a batch summary that disagrees with the record."""
+    import json
+    recs: dict[str, list[tuple[str, dict]]] = {}
+    runs: dict[str, list[dict]] = {}
+    for d in batches:
+        for p in sorted(d.glob("sm90_*.json")):
+            r = json.loads(p.read_text())
+            recs.setdefault(r["instruction"], []).append((d.name, r))
+        for f in ("batch-summary.json", ):
+            for e in json.loads((d / f).read_text()):
+                runs.setdefault(e["instruction"], []).append(dict(e, batch=d.name))
+        for e in json.loads((d / "wgmma-sp-batch.json").read_text())["results"]:
+            if "skipped" not in e:
+                runs.setdefault(e["instruction"], []).append(dict(e, batch=d.name))
+    bad: dict[str, list[str]] = {}
+    for name in sorted(new_sm90_forms() | set(recs)):
+        why = []
+        rs = recs.get(name, [])
+        if len(rs) != 1:
+            why.append(f"{len(rs)} records")
+        th = theory.resolve(name)
+        for b, r in rs:
+            cls = r["classes"]
+            if name not in new_sm90_forms():
+                why.append("not a new form")
+            if r["theory"] != th.id:
+                why.append(f"{b}: theory {r['theory']} is not the primary {th.id}")
+            if r["tests"] < 10_000_000 or r["mismatches"] != 0:
+                why.append(f"{b}: {r['tests']} dots, {r['mismatches']} mismatches")
+            if len(cls) != 10 or sum(c["tests"] for c in cls.values()) != r["tests"] \
+                    or any(c["mismatches"] for c in cls.values()):
+                why.append(f"{b}: classes do not add up to a clean run")
+            for e in runs.get(name, []):
+                if e.get("error") or (e["batch"], e["tests"], e["mismatches"]) != \
+                        (b, r["tests"], r["mismatches"]):
+                    why.append(f"{e['batch']}: batch result {e} is not the record's")
+        if why:
+            bad[name] = why
+    return bad
+
+
+def test_every_new_sm90_form_has_one_clean_campaign():
+    """The 544 new sm90 forms (528 wgmma.sp, 16 dense integer wgmma N = 240/256) each have
+    exactly one record over the two folders: >= 10^7 dot products, 0 mismatches, the primary
+    theory corroborated."""
+    forms = new_sm90_forms()
+    assert len(forms) == 544
+    bad = coverage(BATCHES)
+    assert not bad, list(bad.items())[:5]
+    assert {theory.resolve(n).status for n in forms} == {"corroborated"}
+    # a folder alone does not cover the forms: the check sees a missing record
+    first = coverage(BATCHES[:1])
+    assert len(first) == 224 and all(w == ["0 records"] for w in first.values())
+
+
+def test_both_device_calls_read_the_metadata_by_the_declared_map():
+    import json
+    for d in BATCHES:
+        b = json.loads((d / "wgmma-sp-batch.json").read_text())
+        assert b["device"]["device"] == "NVIDIA H100 80GB HBM3" and not b["compile_errors"]
+        assert set(b["layouts"].values()) == {"declared (probe agrees)"}, d.name
+        assert len(b["probes"]) == 10
+        for k, pr in b["probes"].items():
+            assert pr["consistent"] and pr["agrees"], (d.name, k)
+            assert pr["selfcheck"][0] and pr["selfcheck_uniform"][0], (d.name, k)
+
+
+def test_provenance_states_the_records_totals():
+    """The sparse theories' provenance gives the forms and dot products of both folders (and
+    their rivals' mismatches), as summed here from the records."""
+    import collections
+    import json
+    per = collections.defaultdict(lambda: {"forms": collections.Counter(), "dots": 0,
+                                           "rivals": collections.Counter(),
+                                           "rival_tests": collections.Counter()})
+    for d in BATCHES:
+        for p in d.glob("sm90_wgmma.sp.*.json"):
+            r = json.loads(p.read_text())
+            t = per[r["theory"]]
+            t["forms"][d.name] += 1
+            t["dots"] += r["tests"]
+            for k, v in r["rivals"].items():
+                t["rivals"][k] += v["mismatches"]
+                t["rival_tests"][k] += v["tests"]
+    assert len(per) == 7
+    db = theory.default()
+    for tid, t in per.items():
+        n = sum(t["forms"].values())
+        prov = db.get(tid).provenance
+        a, b = (t["forms"][d.name] for d in BATCHES)
+        assert (f"{BATCHES[0].name}/, {a} forms" in prov and f"{BATCHES[1].name}/, {b} forms"
+                in prov and f"all {n} of its wgmma.sp forms" in prov
+                and f"{t['dots']:,} in all, 0 mismatches" in prov), (tid, prov)
+        assert "device time ran out" not in prov, tid
+        for rid in t["rivals"]:
+            rprov = db.get(rid).provenance
+            assert db.get(rid).status == "refuted"
+            assert (f"{t['rivals'][rid]:,} of {t['rival_tests'][rid]:,} hardware dot products "
+                    f"(all {n} wgmma.sp forms) differ") in rprov, (rid, rprov)
+            assert all(f"{d.name}/" in rprov for d in BATCHES), rid
+
+
+@pytest.mark.parametrize("d", BATCHES, ids=lambda d: d.name)
+def test_digest_verdicts_current(d):
+    """Every sparse record of both device calls was replayed in full (10^7 inputs regenerated
+    from its seed, the primary theory's D hashed per class: digest-replay.json) with today's
+    primary theory: a changed theory makes the verdict stale and this fails until it is
+    replayed again (python3 -m mmaformal.hw.wgmma_sp --out DIR --replay REC...)."""
+    import json
+    v = json.loads((d / "digest-replay.json").read_text())["verdicts"]
+    names = {json.loads(p.read_text())["instruction"] for p in d.glob("sm90_wgmma.sp.*.json")}
+    assert set(v) == names and len(v) in (304, 224)
+    for name, r in v.items():
+        th = theory.resolve(name)
+        assert r["theory"] == th.id and r["theory_hash"] == th.hash(), name
+        assert r["all_equal"] and len(r["classes_equal"]) == 10, name
+        assert all(r["classes_equal"].values()), name
+
+
+def test_coverage_check_finds_a_dirty_or_doubled_record(tmp_path):
+    import json
+    import shutil
+    for d in BATCHES:
+        shutil.copytree(d, tmp_path / d.name, ignore=shutil.ignore_patterns("*.npz"))
+    dirs = [tmp_path / d.name for d in BATCHES]
+    assert not coverage(dirs)
+    rec = next(dirs[1].glob("sm90_wgmma.sp.*.json"))
+    r = json.loads(rec.read_text())
+    r["mismatches"] = 1
+    rec.write_text(json.dumps(r))
+    assert list(coverage(dirs)) == [r["instruction"]]
+    r["mismatches"] = 0
+    rec.write_text(json.dumps(r))
+    shutil.copy(rec, dirs[0] / rec.name)             # the same form in both folders
+    assert coverage(dirs)[r["instruction"]][0] == "2 records"
 
 
 @pytest.mark.parametrize("rec", REPRESENTATIVE + FULL, ids=lambda p: getattr(p, "stem", p))
@@ -388,3 +543,54 @@ def _one(name, cx, tid):
     C = np.zeros((1, ins.m, ins.n), dt[fp.fmt(ins.c).storage])
     C[0, 0, 0] = int(cx["c"], 16)
     return int(simulate(name, A, B, C, meta=P, theory=tid)[0, 0, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# README's table of sm90 families: counted here from the records and the catalog
+# ---------------------------------------------------------------------------------------------
+
+def _family(ins) -> str:
+    op = ins.qualifier.split(".")[0]
+    sp = ".sp" if ins.sparse else ""
+    return ("integer " if ins.integer else "") + op + sp
+
+
+def test_readme_sm90_family_table_counts_the_records():
+    """Each row of README's "sm90 forms on the silicon, by family" gives the catalog's forms of
+    that family and how many have a clean >= 10^7 campaign (0 mismatches against the form's
+    primary theory, or every class's digest equal on replay for the digest records)."""
+    import json
+    import re
+    hw = paths.shipped("counterexamples") / "hw"
+    clean: set[str] = set()
+    for p in hw.glob("*/sm90_*.json"):
+        r = json.loads(p.read_text())
+        if "instruction" not in r or r.get("tests", 0) < 10_000_000:
+            continue
+        name = r["instruction"]
+        if "mismatches" in r:
+            ok = r["mismatches"] == 0 and r.get("theory") == theory.resolve(name).id
+        else:
+            v = json.loads((p.parent / "digest-replay.json").read_text())["verdicts"]
+            ok = name in v and v[name]["all_equal"] and v[name]["theory"] == \
+                theory.resolve(name).id
+        if ok:
+            clean.add(name)
+    cat = [i for i in isa.catalog().values() if i.arch == "sm90"]
+    want: dict[str, list[int]] = {}
+    for i in cat:                     # the table has one wmma row (17 + 18 integer forms)
+        c = want.setdefault(_family(i).replace("integer wmma", "wmma"), [0, 0])
+        c[0] += 1
+        c[1] += i.name in clean
+    readme_path = paths.shipped("counterexamples").parent / "README.md"
+    if not readme_path.exists():
+        pytest.skip("README.md is not shipped with an installed package")
+    readme = readme_path.read_text()
+    sec = readme.split("## sm90 forms on the silicon, by family", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (.+?) \| (\d+)[^|]* \| (\d+) \|", sec, re.M)
+    got = {}
+    for fam, n, ok in rows:
+        key = re.sub(r"[`]", "", fam).split(" (")[0].replace("wmma.mma", "wmma")
+        key = key.replace("mma.sp, mma.sp::ordered_metadata", "mma.sp")
+        got[key] = [int(n), int(ok)]
+    assert got == want

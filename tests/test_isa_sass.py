@@ -2,8 +2,10 @@
 cuobjdump, sm_90a; mmaformal/hw/evidence/*/sass.txt, one line per harness kernel: the
 instruction and its MMA mnemonics with counts) and, for the wmma forms the harness does not run,
 a local nvcc 13.0 compile for sm_90a in the same format (mmaformal/isa/sass_sm90a.txt, made by
-docs/sass/compile_sm90a.py). The evidence files are parsed here,
-independently of mmaformal.isa's template filling."""
+docs/sass/compile_sm90a.py); for the mma, mma.sp and wmma forms of sm75, sm80, sm89, sm100 and
+sm120, a local nvcc 13.0 compile per target (mmaformal/isa/sass_sm75.txt, sass_sm80.txt,
+sass_sm89.txt, sass_sm100a.txt, sass_sm120a.txt, made by docs/sass/compile_archs.py). The
+evidence files are parsed here, independently of mmaformal.isa's template filling."""
 from __future__ import annotations
 
 import re
@@ -76,3 +78,46 @@ def test_evidence_parser(tmp_path, line, want):
     f = tmp_path / "sass.txt"
     f.write_text(f"# comment\nsm90/whatever\t{line}\n")
     assert recorded([f]) == {"sm90/whatever": want}
+
+
+#: the per-target compiles of docs/sass/compile_archs.py: catalog arch -> record file
+OTHER = {"sm75": PKG / "isa" / "sass_sm75.txt", "sm80": PKG / "isa" / "sass_sm80.txt",
+         "sm89": PKG / "isa" / "sass_sm89.txt", "sm100": PKG / "isa" / "sass_sm100a.txt",
+         "sm120": PKG / "isa" / "sass_sm120a.txt"}
+
+
+@pytest.mark.parametrize("arch", sorted(OTHER))
+def test_compiled_sass_of_other_archs_equals_the_catalog(arch):
+    """Every mma / mma.sp / wmma form of the arch (block-scaled and kind:: forms included) was
+    compiled for it and none was refused; the catalog's sass equals the compiled SASS form by
+    form; an empty sass is only left where the compiler emits no MMA-class instruction, and
+    its note says so."""
+    f = OTHER[arch]
+    text = f.read_text()
+    head = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert any("docs/sass/compile_archs.py" in ln and "compiled 20" in ln for ln in head)
+    assert any("nvcc -gencode=" in ln and "V13.0" in ln for ln in head)
+    assert any("cuobjdump -sass" in ln for ln in head)
+    rec = recorded([f])
+    assert all(n.startswith(arch + "/") for n in rec)
+    assert REFUSED not in rec.values() and "(refused" not in text.split("\n", 8)[-1]
+    cat = isa.catalog()
+    forms = [i for i in cat.values() if i.arch == arch and i.family in ("mma", "wmma")]
+    assert sorted(rec) == sorted(i.name for i in forms)
+    wrong = [(i.name, i.sass, rec[i.name]) for i in forms if i.sass != rec[i.name]]
+    assert not wrong, wrong[:5]
+    for i in forms:
+        if not i.sass:
+            assert "no MMA-class instruction" in i.note, i.name
+
+
+def test_other_arch_records_disagree_with_a_wrong_template(tmp_path):
+    """The comparison can fail: a record line changed by one mnemonic no longer matches."""
+    f = OTHER["sm80"]
+    lines = f.read_text().splitlines()
+    j = next(j for j, ln in enumerate(lines) if ln.startswith("sm80/mma.m16n8k16.f32.bf16"))
+    name, mn = lines[j].split("\t")
+    lines[j] = f"{name}\t{mn.replace('HMMA', 'QMMA')}"
+    g = tmp_path / "sass.txt"
+    g.write_text("\n".join(lines) + "\n")
+    assert recorded([g])[name] != isa.catalog()[name].sass == recorded([f])[name]
