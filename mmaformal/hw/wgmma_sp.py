@@ -618,8 +618,9 @@ def _worker(args):
     try:
         if kind == "dense":
             from . import validate
+            blk = (SAMPLE_ROWS, SAMPLE_COLS) if "/wgmma" in name else None   # mma: N = 8
             r = validate.campaign(name, tests, seed=seed, out_dir=Path(out), fast_c=True,
-                                  workers=1, sample_block=(SAMPLE_ROWS, SAMPLE_COLS))
+                                  workers=1, sample_block=blk)
         else:
             s = parse(name)
             lay, src = layouts[s.atype]
@@ -646,6 +647,8 @@ def main(argv=None) -> int:
                    "campaign starts")
     p.add_argument("--match", default="", help="only forms matching this regex")
     p.add_argument("--tar", type=Path)
+    p.add_argument("--names", type=Path, help="a file of dense sm90 forms (wgmma, mma; one per "
+                   "line) to run instead of the sparse forms and the integer N = 240/256 ones")
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--replay", nargs="*", type=Path, help="records to replay by digest on the "
                    "CPU (primary theory); the verdicts go to --out/digest-replay.json")
@@ -669,9 +672,13 @@ def main(argv=None) -> int:
     dense = [f"sm90/wgmma.m64n{n}k32{sat}.s32.{x}.{y}" for n in (240, 256)
              for sat in ("", ".satfinite") for x in _I8 for y in _I8]
     dense = [n for n in dense if re.search(a.match, n)]
+    if a.names:
+        sp_names = []
+        dense = [n.strip() for n in a.names.read_text().splitlines() if n.strip()]
+        dense.sort(key=lambda n: -int((re.search(r"m64n(\d+)k", n) or re.search(r"(\d)", "0")).group(1)))
     info = {"date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     # 1. compile every kernel (sp-sel 0; the probe forms also with sp-sel 1)
-    todo = [(n, 0) for n in sp_names] + [(n, 1) for n in PROBE_FORMS[:3]]
+    todo = [(n, 0) for n in sp_names] + ([(n, 1) for n in PROBE_FORMS[:3]] if sp_names else [])
     with ThreadPoolExecutor(16) as ex:
         errs = list(ex.map(lambda x: compile_all([x[0]], x[1]), todo))
         list(ex.map(runner.compile_cubin, dense))
@@ -689,7 +696,7 @@ def main(argv=None) -> int:
     info["device"] = runner.device_info()
     # 2. metadata probes and self-checks: one map per A format
     layouts, probes = {}, {}
-    for n in PROBE_FORMS:
+    for n in (PROBE_FORMS if sp_names else ()):
         s = parse(n)
         for sel in ((0, 1) if s.atype in ("f16", "bf16", "tf32") else (0,)):
             try:
