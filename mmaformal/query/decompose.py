@@ -51,6 +51,18 @@ overflow rules of their output conversions: each block is cut at its accumulator
 proved to give the same bits in both models for every D satisfying a hypothesis P_j (not
 -0; Inf, NaN or bounded) that the previous block's lemma establishes (COMBINATION_EQUIV).
 
+Monotonicity (`monotonic_lemmas_fdpa`, T-FDPA chains): per fused block, per term t (with its
+inputs primed for the larger side y) and free exponents V: mono.range (the key lies in a static
+[lo, hi], or the term is zero and aligns to 0), mono.coarsen (aligned at a larger E the term is
+its finer alignment truncated toward zero), mono.same (at one E, a larger addend aligns no
+lower), mono.gain.up / gain.down (an addend that moves E gains at least n - 1 units of the
+coarser alignment, which pays for what the other n - 1 terms can lose); the output conversion is
+non-decreasing in the value S 2^(E - F) (mono.out.d<d>, one lemma per E2 - E1 = d: a constant
+shift each, which the solver takes in seconds where the symbolic shift did not finish);
+accumulator, NaN and Inf lemmas for later blocks and the final addition (COMBINATION_MONOTONIC_FDPA).
+Where the arithmetic is not monotone (f16 x f16 products, whose key ea + eb overstates a
+subnormal product), mono.gain is satisfiable and the claim goes to the monolithic query.
+
 May import: mmaformal.query.model (models, inputs, SMT-LIB text), .cache (the solver call with
 its result cache), mmaformal.mma/fp/bits, z3.
 """
@@ -1066,8 +1078,9 @@ COMBINATION_MONOTONIC_FDPA = (
     "2^(E_y - F)) less than 2^d each, mono.gain.down: A_j(y, E_y) - A_j(x, E_x) 2^d >= (n - 1) "
     "2^d. In every case S_x 2^E_x <= S_y 2^E_y as real numbers, and mono.out (the output "
     "conversion is non-decreasing in the real value S 2^(E - F) for E in [lo, hi]; mono.zero: "
-    "S = 0 gives a zero at any E, which covers an all-zero side whose E is below lo) orders "
-    "the block outputs, NaN excluded. Later blocks: their accumulator D <= D' (finite: the "
+    "S = 0 gives a zero at any E: a side whose terms are all zero, with E below lo, has S = 0 "
+    "and is compared at the other side's E, where mono.same orders the changed term against "
+    "a zero) orders the block outputs, NaN excluded. Later blocks: their accumulator D <= D' (finite: the "
     "same lemmas with D as the changed addend; mono.inf: D = +Inf or -Inf with finite products "
     "gives that Inf; mono.nan: a NaN D gives NaN), so the order passes down the chain; the "
     "final IEEE addition of c (accumulate = add) is non-decreasing in both arguments "

@@ -30,7 +30,11 @@ Claims (the exact sentence is printed and stored with every result):
   (a, b, c) and (a', b', c') that differ in exactly one addend (one product a_i*b_i, where
   a_i and b_i may both change, or c) whose exact value increases, Phi(a', b', c') is
   not smaller than Phi(a, b, c), outputs compared as real numbers (+0 = -0, -Inf < finite <
-  +Inf; a NaN output on either side is outside the claim).
+  +Inf; a NaN output on either side is outside the claim). T-FDPA chains are proved piece
+  by piece (decompose.monotonic_lemmas_fdpa: per fused block, the alignment exponent's
+  change is paid for by the changed addend's gain; the output conversion is non-decreasing
+  in the sum's value), integer chains and FMA chains likewise; others, and refutations,
+  monolithically.
 - bound (T-FDPA chains are proved piece by piece: decompose.bound_lemmas): seed 002 Table 9: for finite inputs on which no block output overflows (every block
   output finite and below the largest finite magnitude), |Phi(a, b, c) - (c + sum a_k b_k)|
   <= sum over the chained blocks j of n_j 2^(e_max,j - F) + r ulp(d_j), with n_j the number

@@ -1,0 +1,172 @@
+"""Monotonicity of T-FDPA chains piece by piece (query.decompose.monotonic_lemmas_fdpa): the
+lemma set of a fused block, the lemmas that carry the proof solved here, the lemmas that must
+fail where the arithmetic is not monotone (f16 x f16 products: a subnormal operand raises the
+alignment exponent with a tiny gain), the reversed output lemma (the twin), the stored records
+of the H100 campaign, and an exact-rational oracle (tests/oracles/exact.py, no mmaformal code)
+that checks random increases of one addend never lower the output of a proved theory and that
+a stored witness of a refuted one does lower it."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from mmaformal import paths
+from mmaformal.query import decompose as X
+from mmaformal.query import prove as P
+from mmaformal.query.model import resolve
+from mmaformal.query.solvers import solve_smt2
+
+from oracles import exact as O
+
+FP8 = "sm100/mma.m16n8k32.f16.e4m3.e4m3.f16"       # theory sm100.f8f6f4.f16: L 32, F 25
+F16 = "sm100/mma.m16n8k16.f16.f16.f16.f16"         # theory sm100.f16.f16: L 16, F 25
+
+
+@pytest.fixture(scope="module")
+def fp8_lemmas():
+    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(FP8)), P._ord,
+                                                          P._term_le)}
+
+
+def _status(lm, timeout=60):
+    return solve_smt2(lm.text, "bitwuzla", timeout).status
+
+
+def test_lemma_set_of_one_fused_block(fp8_lemmas):
+    names = set(fp8_lemmas)
+    for t in (0, 31, 32):                       # 32 products, then c
+        for part in ("range", "coarsen", "same", "gain.up", "gain.down"):
+            assert f"block0.t{t}.{part}" in names
+    assert {"block0.flags", "block0.zero"} <= names
+    outs = sorted(int(n.rsplit(".d", 1)[1]) for n in names if ".out.d" in n)
+    assert outs == list(range(-outs[-1], outs[-1] + 1)) and outs[-1] > 20
+    # one text per term shape: the 32 products share theirs
+    texts = {fp8_lemmas[f"block0.t{t}.gain.up"].text for t in range(32)}
+    assert len(texts) == 1
+
+
+@pytest.mark.parametrize("name", ["block0.t0.range", "block0.t0.gain.up", "block0.t0.gain.down",
+                                  "block0.t32.gain.up", "block0.t32.same", "block0.flags",
+                                  "block0.zero", "block0.out.d30"])
+def test_the_fp8_lemmas_hold(fp8_lemmas, name):
+    assert _status(fp8_lemmas[name]) == "unsat"
+
+
+def test_the_gain_lemma_fails_for_f16_products():
+    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(F16)), P._ord,
+                                                     P._term_le)}
+    assert _status(lm["block0.t0.gain.up"]) == "sat"
+    status, parts = X.run_lemmas([lm["block0.t0.range"], lm["block0.t0.gain.up"]], "bitwuzla", 60)
+    assert status == "failed" and parts[-1]["status"] == "sat"
+
+
+def test_the_reversed_output_lemma_is_satisfiable():
+    st = X.structure(resolve(FP8))
+    rev = {x.name: x for x in X.monotonic_lemmas_fdpa(st, P._ord, P._term_le, reverse=True)}
+    assert _status(rev["block0.out.d30"]) == "sat"
+
+
+@pytest.mark.parametrize("name", [
+    "sm100/tcgen05.mma.m128n104k64.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.ue8m0",
+    "gfx908/v_mfma_f32_16x16x4f16", "sm100/mma.m16n8k4.f64.f64.f64.f64"])
+def test_other_ops_are_not_decomposed(name):
+    with pytest.raises(X.NotDecomposable):
+        X.monotonic_lemmas_fdpa(X.structure(resolve(name)), P._ord, P._term_le)
+
+
+def test_the_stored_decomposed_proof():
+    recs = [json.loads(p.read_text()) for p in (paths.shipped("proofs") / "monotonic").glob("*.json")]
+    rec = next(r for r in recs if FP8 in r.get("instructions", []))
+    assert rec["verdict"] == "proved" and rec["method"] == "decomposed"
+    assert rec["twin"]["status"] == "sat"
+    names = {p["lemma"] for p in rec["parts"]}
+    assert {"block0.t0.gain.up", "block0.out.d0", "block0.flags"} <= names
+    assert all(p["status"] == "unsat" for p in rec["parts"])
+    cache = paths.shipped("proofs") / "cache"
+    for p in rec["parts"][:20]:
+        assert (cache / f"{p['sha256']}.smt2").exists()
+
+
+# ---- the exact-rational oracle --------------------------------------------------------------
+
+def _val(fmt, bits):
+    v = O.decode(fmt, bits)
+    return None if O._is_nan(v) else (O._val(v) if not O._is_inf(v) else None)
+
+
+def _finite(fmt, rng):
+    """A finite element; fp8 with exponent field 1..9 (no f16 overflow of a 32-term sum), so
+    that most pairs compare finite outputs and alignment exponents often change."""
+    while True:
+        if fmt == "e4m3":
+            x = (rng.getrandbits(1) << 7) | (rng.randrange(0, 10) << 3) | rng.getrandbits(3)
+        else:
+            x = (rng.getrandbits(1) << 15) | (rng.randrange(0, 20) << 10) | rng.getrandbits(10)
+        if _val(fmt, x) is not None:
+            return x
+
+
+def _pairs(F, n, seed=7):
+    """(pairs compared, pairs whose output decreased) over n random pairs that differ in one
+    addend whose exact value grows (T-FDPA e4m3 x e4m3 + f16, RNE-FP16, zero_exp -21)."""
+    rng = random.Random(seed)
+    tfdpa = lambda a, b, c: O.t_fdpa(a, b, c, "e4m3", "e4m3", "f16", F, "RNE-FP16", -21)
+    checked = bad = 0
+    for _ in range(n):
+        a = [_finite("e4m3", rng) for _ in range(32)]
+        b = [_finite("e4m3", rng) for _ in range(32)]
+        c = _finite("f16", rng)
+        k = rng.randrange(33)
+        a2, b2, c2 = list(a), list(b), c
+        if k < 32:
+            a2[k], b2[k] = _finite("e4m3", rng), _finite("e4m3", rng)
+            grows = _val("e4m3", a2[k]) * _val("e4m3", b2[k]) > _val("e4m3", a[k]) * _val("e4m3", b[k])
+        else:
+            c2 = _finite("f16", rng)
+            grows = _val("f16", c2) > _val("f16", c)
+        if not grows:
+            a, a2, b, b2, c, c2 = a2, a, b2, b, c2, c
+            if (a, b, c) == (a2, b2, c2):
+                continue
+        d1, d2 = _val("f16", tfdpa(a, b, c)), _val("f16", tfdpa(a2, b2, c2))
+        if d1 is None or d2 is None:
+            continue
+        checked += 1
+        bad += d2 < d1
+    return checked, bad
+
+
+def test_oracle_random_increases_never_lower_the_fp8_output():
+    """sm100.f8f6f4.f16 (F 25): no decrease over 400 random pairs."""
+    checked, bad = _pairs(25, 400)
+    assert checked > 350 and bad == 0
+
+
+def test_oracle_sees_the_decrease_of_a_coarser_alignment():
+    """The comparison can fail: raising a0 from 1.75 to 2.0 lifts e_max by one, and with F = 2
+    the three addends 0.25 are then truncated to 0 (2.5 -> 2.0); with F = 25 nothing is lost
+    (2.5 -> 2.75)."""
+    a = [0x3E, 0x28, 0x28, 0x28] + [0] * 28             # e4m3: 1.75, 0.25, 0.25, 0.25
+    b = [0x38] * 4 + [0] * 28                           # 1.0
+    a2 = [0x40] + a[1:]                                 # 2.0
+    out = lambda F, x: _val("f16", O.t_fdpa(x, b, 0, "e4m3", "e4m3", "f16", F, "RNE-FP16", -21))
+    assert (out(2, a), out(2, a2)) == (2.5, 2.0)
+    assert (out(25, a), out(25, a2)) == (2.5, 2.75)
+
+
+def test_oracle_replays_a_stored_f16_witness():
+    recs = [json.loads(p.read_text())
+            for p in (paths.shipped("counterexamples") / "monotonic").glob("sm100_mma.m16n8k16.f16.f16*.json")]
+    assert recs
+    for rec in recs:
+        (r1, r2) = rec["runs"][:2]
+        outs = []
+        for r in (r1, r2):
+            i = r["inputs"]
+            a, b = ([int(x, 16) for x in i[k]] for k in ("a", "b"))
+            c = int(i["c"], 16) if isinstance(i["c"], str) else int(i["c"][0], 16)
+            outs.append(_val("f16", O.t_fdpa(a, b, c, "f16", "f16", "f16", 25, "RNE-FP16", -21)))
+        assert outs[1] < outs[0], rec["tool"]["detail"]
