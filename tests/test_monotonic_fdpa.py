@@ -170,3 +170,21 @@ def test_oracle_replays_a_stored_f16_witness():
             c = int(i["c"], 16) if isinstance(i["c"], str) else int(i["c"][0], 16)
             outs.append(_val("f16", O.t_fdpa(a, b, c, "f16", "f16", "f16", 25, "RNE-FP16", -21)))
         assert outs[1] < outs[0], rec["tool"]["detail"]
+
+
+def test_a_stored_witness_transfers_to_a_neighbour():
+    """witness_search.monotonic_pair(transfer=...): the stored f16 x f16 witnesses of other
+    instructions, moved to every offset, refute sm75's wmma f16 theory at once; the pair is
+    checked here on the int back-end (prove replays it on every back-end before storing)."""
+    from mmaformal.query.model import replay
+    from mmaformal.query.claims import value_lt
+    from mmaformal.query.witness_search import monotonic_pair
+    m = resolve("sm75/wmma.mma.m16n16k16.f16.f16")
+    pairs = P._stored_monotonic_pairs(m)
+    assert pairs and all(len(x[0]) <= 32 for x, _ in pairs)
+    found = monotonic_pair(m, budget=0, transfer=pairs)
+    assert found is not None
+    w1, w2, sel = found
+    r1, r2 = (replay([m], w, ("int",))[m.label] for w in (w1, w2))
+    assert value_lt(r2, r1, m.ins.d)
+    assert monotonic_pair(m, budget=0) is None          # the searches alone find nothing at once

@@ -683,7 +683,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
 
     st, method, text = None, "monolithic", None
     if scan and not fp.fmt(ins.a).is_int:  # before the symbolic query: seconds at K = 32
-        found = monotonic_pair(m, budget=scan)
+        found = monotonic_pair(m, budget=scan, transfer=_stored_monotonic_pairs(m))
         if found is not None:
             st, info, method = "sat", pair(*found), "search"
             r = Result("sat", "search (numpy lanes)", "", _now() - t0)
@@ -754,6 +754,31 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
         res["saved"] = save_result("monotonic", res, [m], text or "")
     res["seconds"] = round(_now() - t0, 3)
     return res
+
+
+def _stored_monotonic_pairs(m: Model) -> list:
+    """The witness pairs of the stored monotonicity counterexamples whose operand formats are
+    m's (shift-aligned raw bits; c taken when its format is m's, else only a zero c): the
+    search tries them on m first (witness_search.monotonic_pair, transfer)."""
+    from . import cex
+    ins = m.ins
+    out = []
+    for _, rec in cex.read_all():
+        if rec.get("kind") != "monotonic" or not rec.get("runs"):
+            continue
+        fm = rec.get("formats") or {}
+        if (fm.get("a"), fm.get("b"), fm.get("scale")) != (ins.a, ins.b, ins.scale or None):
+            continue
+        try:
+            w1 = Witness.from_json(rec["runs"][0]["inputs"], fm["a"], fm["b"], fm["c"])
+            w2 = Witness.from_json(rec["tool"]["detail"]["witness2"], fm["a"], fm["b"], fm["c"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if fm.get("c") != ins.c:
+            if w1.c or w2.c:
+                continue
+        out.append(((w1.a, w1.b, w1.c), (w2.a, w2.b, w2.c)))
+    return out
 
 
 def _monotonic_twin(m, solver, timeout, backends):

@@ -9,7 +9,12 @@ where an alignment that truncates loses bits:
    every product is aligned one bit coarser;
 2. a product steps across a power of two (a_k from the largest code below a power of two to
    that power, b_k a power of two): the same, driven by a product;
-3. one element of a random positive input steps to the next code.
+3. one element of a random positive input steps to the next code;
+0. (first, when the caller passes them) transferred witnesses: the stored monotonicity
+   witnesses of other instructions with the same operand formats, their nonzero positions
+   moved to every offset of this instruction's K (a pair that refutes one hypothesis often
+   refutes a neighbour that aligns the same way; a subnormal operand, which these searches
+   do not build, is typical of them).
 
 All values are positive and finite, the products span the exponents just below the stepping
 addend, and block scales are 1. Batches run on the numpy back-end, both sides at once; the
@@ -108,21 +113,54 @@ def _candidates(m: Model, rng: np.random.Generator, n: int, family: int):
     return (sh(a, fa), sh(b, fb), sh(c, fc), sh(a2, fa), sh(b2, fb), sh(c2, fc), sel)
 
 
-def monotonic_pair(m: Model, budget: float = 10.0, batch: int = 512, seed: int = 0):
-    """(x, y, sel) with y's addend `sel` (K: c) larger and Phi(y) < Phi(x), or None."""
+def _transferred(m: Model, transfer):
+    """Candidate arrays from stored witness pairs (x, y): raw a, b lists and c of this
+    instruction's formats; every pair with its nonzero positions at every offset mod K."""
+    K = m.k
+    rows = []
+    for (a, b, c), (a2, b2, c2) in transfer:
+        nz = [k for k in range(len(a)) if a[k] or b[k] or a2[k] or b2[k]]
+        if len(nz) > K or not nz and c == c2:
+            continue
+        ch = [k for k in nz if (a[k], b[k]) != (a2[k], b2[k])]
+        for o in range(K):
+            pos = {k: (k + o) % K for k in nz}
+            if len(set(pos.values())) < len(nz):
+                continue
+            r = [[0] * K, [0] * K, c, [0] * K, [0] * K, c2, K]
+            for k, q in pos.items():
+                r[0][q], r[1][q], r[3][q], r[4][q] = a[k], b[k], a2[k], b2[k]
+            if ch:
+                r[6] = pos[ch[0]]
+            rows.append(r)
+    if not rows:
+        return None
+    col = lambda i: np.array([r[i] for r in rows], dtype=object)
+    return col(0), col(1), col(2), col(3), col(4), col(5), col(6)
+
+
+def monotonic_pair(m: Model, budget: float = 10.0, batch: int = 512, seed: int = 0,
+                   transfer=()):
+    """(x, y, sel) with y's addend `sel` (K: c) larger and Phi(y) < Phi(x), or None.
+    transfer: stored witness pairs ((a, b, c), (a', b', c')) of other instructions with this
+    one's formats (raw storage bits), tried first at every offset."""
     ins = m.ins
     fd = fp.fmt(ins.d)
     rng = np.random.default_rng(seed)
     dt = lambda f: _UINT[fp.fmt(f).storage]
-    sa = None
-    if ins.scale:
-        sa = np.full((batch, m.nscale), _one(ins.scale), dtype=np.uint8)
     t0 = time.perf_counter()
     round_ = 0
-    while time.perf_counter() - t0 < budget:
-        fam = round_ % 3
-        round_ += 1
-        a, b, c, a2, b2, c2, sel = _candidates(m, rng, batch, fam)
+    first = _transferred(m, transfer) if transfer else None
+    while first is not None or time.perf_counter() - t0 < budget:
+        if first is not None:
+            a, b, c, a2, b2, c2, sel = first
+            first = None
+        else:
+            fam = round_ % 3
+            round_ += 1
+            a, b, c, a2, b2, c2, sel = _candidates(m, rng, batch, fam)
+        n = len(c)
+        sa = np.full((n, m.nscale), _one(ins.scale), dtype=np.uint8) if ins.scale else None
         x = Batch(a.astype(dt(ins.a)), b.astype(dt(ins.b)), c.astype(dt(ins.c)), sa, sa)
         y = Batch(a2.astype(dt(ins.a)), b2.astype(dt(ins.b)), c2.astype(dt(ins.c)), sa, sa)
         try:
