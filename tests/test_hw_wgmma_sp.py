@@ -558,7 +558,8 @@ def _family(ins) -> str:
 def test_readme_sm90_family_table_counts_the_records():
     """Each row of README's "sm90 forms on the silicon, by family" gives the catalog's forms of
     that family and how many have a clean >= 10^7 campaign (0 mismatches against the form's
-    primary theory, or every class's digest equal on replay for the digest records)."""
+    primary theory, or every class's digest equal on replay for the digest records); a row
+    names forms not run exactly when some lack one, and every sm90 form outside wmma has one."""
     import json
     import re
     hw = paths.shipped("counterexamples") / "hw"
@@ -587,10 +588,14 @@ def test_readme_sm90_family_table_counts_the_records():
         pytest.skip("README.md is not shipped with an installed package")
     readme = readme_path.read_text()
     sec = readme.split("## sm90 forms on the silicon, by family", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (.+?) \| (\d+)[^|]* \| (\d+) \|", sec, re.M)
+    rows = re.findall(r"^\| (.+?) \| (\d+)[^|]* \| (\d+) \|.* \| ([^|]+) \|$", sec, re.M)
     got = {}
-    for fam, n, ok in rows:
+    for fam, n, ok, not_run in rows:
         key = re.sub(r"[`]", "", fam).split(" (")[0].replace("wmma.mma", "wmma")
         key = key.replace("mma.sp, mma.sp::ordered_metadata", "mma.sp")
         got[key] = [int(n), int(ok)]
+        assert (not_run == "-") == (n == ok), (fam, not_run)
     assert got == want
+    # the issue's goal: every sm90 form has a clean campaign (wmma: no harness yet)
+    missing = sorted(i.name for i in cat if i.name not in clean and "wmma" not in _family(i))
+    assert not missing, (len(missing), missing[:5])
