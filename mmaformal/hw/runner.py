@@ -263,7 +263,7 @@ def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = No
     a_img, b_img = _pack(cp, a_img, s.atype), _pack(cp, b_img, s.btype)
     args = [cp.ascontiguousarray(a_img), cp.ascontiguousarray(b_img),
             cp.ascontiguousarray(c_img), d_img, np.int64(T)]
-    if s.family == "mma":
+    if s.family in ("mma", "wmma"):  # one warp per tile
         threads = 256
         blocks = min(-(-T // (threads // 32)), sms * 32)
         if s.sparse:

@@ -1,0 +1,86 @@
+"""The wmma harness (CUDA C++ WMMA API kernels) without a GPU: names, tables, generated source,
+the runner and validate.campaign on the emulated GPU of tests/test_hw_emulated.py, and (when
+nvcc is here) every kernel compiled for sm_90a, its PTX issuing exactly the catalog form.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from mmaformal import isa
+from mmaformal.hw import check, kernels, runner, validate
+
+from test_hw_emulated import fake_gpu  # noqa: F401  (fixture)
+
+WMMA = kernels.wmma_names()
+
+
+def test_every_sm90_wmma_catalog_form_is_covered():
+    cat = sorted(i.name for i in isa.instructions() if i.arch == "sm90" and i.family == "wmma")
+    assert cat == sorted(WMMA) and len(cat) == 35
+
+
+@pytest.mark.parametrize("name", WMMA)
+def test_spec_matches_catalog(name):
+    s, ins = kernels.spec(name), isa.lookup(name)
+    assert (s.family, s.m, s.n, s.k) == ("wmma", ins.m, ins.n, ins.k)
+    assert (s.atype, s.btype, s.ctype, s.dtype) == (ins.a, ins.b, ins.c, ins.d)
+    assert (s.sat, s.bop) == (ins.satfinite, ins.bop)
+
+
+def test_tables_are_plain_matrices():
+    s = kernels.spec("sm90/wmma.mma.m32n8k16.f32.f16")
+    t = kernels.operand_tables(s.name)
+    assert (t["a"] == np.arange(32 * 16)).all() and (t["d"] == np.arange(32 * 8)).all()
+    # B col_major: image position n * K + k holds B[k, n]
+    B = np.arange(16 * 8).reshape(16, 8)
+    assert (B.reshape(-1)[t["b"]].reshape(8, 16) == B.T).all()
+
+
+def test_bad_wmma_name_is_one_line_error():
+    with pytest.raises(ValueError, match="not covered"):
+        kernels.spec("sm90/wmma.mma.m16n16k16.f64.f64")
+
+
+@pytest.mark.parametrize("name", ["sm90/wmma.mma.m16n16k16.f16.f32",
+                                  "sm90/wmma.mma.m8n32k16.s32.u8.u8.s32.satfinite",
+                                  "sm90/wmma.mma.m8n8k32.s32.s4.s4.s32",
+                                  "sm90/wmma.mma.xor.popc.m8n8k128.s32.b1.b1.s32",
+                                  "sm90/wmma.mma.and.popc.m8n8k128.s32.b1.b1.s32",
+                                  "sm90/wmma.mma.m8n8k4.f64.f64.f64.f64",
+                                  "sm90/wmma.mma.m16n16k8.f32.tf32.tf32.f32"])
+def test_selfcheck_on_emulated_gpu(fake_gpu, name):  # noqa: F811
+    ok, msg = check.layout_selfcheck(name, tiles=8)
+    assert ok, msg
+
+
+def test_selfcheck_catches_a_broken_layout(fake_gpu):  # noqa: F811
+    fake_gpu["broken"] = True
+    ok, _ = check.layout_selfcheck("sm90/wmma.mma.m16n16k16.s32.s8.s8.s32", tiles=8)
+    assert not ok
+
+
+def test_campaign_on_emulated_gpu(fake_gpu, tmp_path):  # noqa: F811
+    # the emulator rounds once (numpy), so an integer form must agree exactly everywhere
+    name = "sm90/wmma.mma.m16n16k16.s32.s8.s8.s32.satfinite"
+    r = validate.campaign(name, 20_000, seed=3, out_dir=tmp_path, workers=1, fast_c=True)
+    assert r["tests"] >= 20_000 and r["mismatches"] == 0
+    assert r["theory"] == "wmma.sm90.int"
+    z = np.load(tmp_path / (name.replace("/", "_") + ".npz"))
+    assert z["overflow.a"].shape[1:] == (16, 16) and z["overflow.d"].dtype == np.uint32
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not here")
+@pytest.mark.parametrize("name", WMMA[::4] + ["sm90/wmma.mma.and.popc.m8n8k128.s32.b1.b1.s32"])
+def test_kernel_compiles_and_issues_the_form(name, tmp_path):
+    cu = tmp_path / "k.cu"
+    cu.write_text(kernels.source(name))
+    r = subprocess.run(["nvcc", "-ptx", runner.ARCH_FLAG, "-o", str(tmp_path / "k.ptx"), str(cu)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ops = re.findall(r"^\s*(wmma\.mma\S*)", (tmp_path / "k.ptx").read_text(), re.M)
+    assert ops == [kernels.spec(name).ptx]
