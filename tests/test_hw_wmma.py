@@ -84,3 +84,87 @@ def test_kernel_compiles_and_issues_the_form(name, tmp_path):
     assert r.returncode == 0, r.stderr
     ops = re.findall(r"^\s*(wmma\.mma\S*)", (tmp_path / "k.ptx").read_text(), re.M)
     assert ops == [kernels.spec(name).ptx]
+
+
+# ---------------------------------------------------------------------------------------------
+# The H100 records (counterexamples/hw/2026-11-25-h100-wmma/), replayed without a GPU
+# ---------------------------------------------------------------------------------------------
+
+import json  # noqa: E402
+
+from mmaformal import paths, theory  # noqa: E402
+from mmaformal.simulate import simulate  # noqa: E402
+
+WMMA_DIR = paths.shipped("counterexamples") / "hw" / "2026-11-25-h100-wmma"
+WMMA_RECORDS = sorted(WMMA_DIR.glob("sm90_*.json"))
+REFUTED_RECORDS = sorted((WMMA_DIR / "refuted-seed14").glob("sm90_*.json"))
+_FIRST = {"sm90/wmma.mma.m16n16k16.f16.f32", "sm90/wmma.mma.m32n8k16.f32.f16",
+          "sm90/wmma.mma.m8n8k32.s32.s4.u4.s32", "sm90/wmma.mma.xor.popc.m8n8k128.s32.b1.b1.s32",
+          "sm90/wmma.mma.m16n16k8.f32.tf32.tf32.f32", "sm90/wmma.mma.m8n8k4.f64.f64.f64.f64",
+          "sm90/wmma.mma.m8n32k16.s32.u8.u8.s32.satfinite", "sm90/wmma.mma.m32n8k16.f32.bf16.bf16.f32"}
+
+
+def _params(recs):
+    return [pytest.param(p, marks=() if json.loads(p.read_text())["instruction"] in _FIRST
+                         else pytest.mark.slow, id=p.stem) for p in recs]
+
+
+def _one(name, cx, tid):
+    """One recorded dot product (row 0, column 0 of a tile) through simulate."""
+    ins = isa.lookup(name)
+    sto = {r: kernels.spec(name).storage(r) for r in "abc"}
+    A = np.zeros((1, ins.m, ins.k), sto["a"])
+    A[0, 0] = [int(x, 16) for x in cx["a"]]
+    B = np.zeros((1, ins.k, ins.n), sto["b"])
+    B[0, :, 0] = [int(x, 16) for x in cx["b"]]
+    C = np.zeros((1, ins.m, ins.n), sto["c"])
+    C[0, 0, 0] = int(cx["c"], 16)
+    return int(simulate(name, A, B, C, theory=tid)[0, 0, 0])
+
+
+def test_every_sm90_wmma_form_has_one_clean_record():
+    recs = [json.loads(p.read_text()) for p in WMMA_RECORDS]
+    assert sorted(r["instruction"] for r in recs) == sorted(WMMA)
+    for r in recs:
+        th = theory.resolve(r["instruction"])
+        assert r["theory"] == th.id and th.status == "corroborated", r["instruction"]
+        assert r["tests"] >= 10_000_000 and r["mismatches"] == 0, r["instruction"]
+        assert len(r["classes"]) == 10 and sum(c["tests"] for c in r["classes"].values()) \
+            == r["tests"] and r["device"]["device"] == "NVIDIA H100 80GB HBM3"
+        assert "all exact = A*B + C" in r["layout_selfcheck"], r["layout_selfcheck"]
+
+
+@pytest.mark.parametrize("rec", _params(WMMA_RECORDS))
+def test_record_replays(rec):
+    """Each class's recorded tiles (inputs and H100 outputs) are reproduced bit for bit by the
+    form's primary theory; a refuted rival's counterexample still fails it."""
+    r = json.loads(rec.read_text())
+    name = r["instruction"]
+    th = theory.resolve(name)
+    assert r["theory_hash"] == th.hash(), f"{th.id} changed since the campaign"
+    z = np.load(rec.with_suffix(".npz"))
+    for k in r["classes"]:
+        A, B, C, D = (z[f"{k}.{x}"] for x in "abcd")
+        assert (simulate(name, A, B, C) == D).all(), (name, k)
+    for tid, rv in r["rivals"].items():
+        assert theory.default().get(tid).status == "refuted" and rv["mismatches"] > 0
+        cx = rv["counterexamples"][0]
+        assert _one(name, cx, tid) != int(cx["hardware"], 16) == _one(name, cx, None)
+
+
+@pytest.mark.parametrize("rec", _params(REFUTED_RECORDS))
+def test_first_campaign_refutes_the_first_hypotheses(rec):
+    """The seed-14 records of the six mixed-precision f16 forms: their theory mismatched (kept,
+    split off for these forms, as the refuted rival that gives each recorded 'simulated'
+    value); today's primary reproduces their samples and every recorded counterexample."""
+    r = json.loads(rec.read_text())
+    name = r["instruction"]
+    (rival,) = theory.resolve(name).competes_with
+    assert theory.default().get(rival).status == "refuted" and r["mismatches"] > 300_000
+    z = np.load(rec.with_suffix(".npz"))
+    for k in r["classes"]:
+        A, B, C, D = (z[f"{k}.{x}"] for x in "abcd")
+        assert (simulate(name, A, B, C) == D).all(), (name, k)
+    for cx in r["counterexamples"]:
+        assert _one(name, cx, None) == int(cx["hardware"], 16)
+        assert _one(name, cx, rival) == int(cx["simulated"], 16) != int(cx["hardware"], 16)
