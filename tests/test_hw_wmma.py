@@ -104,6 +104,11 @@ _FIRST = {"sm90/wmma.mma.m16n16k16.f16.f32", "sm90/wmma.mma.m32n8k16.f32.f16",
           "sm90/wmma.mma.m8n32k16.s32.u8.u8.s32.satfinite", "sm90/wmma.mma.m32n8k16.f32.bf16.bf16.f32"}
 
 
+#: theories whose mixed-precision forms were split off (with the same arithmetic) into a
+#: refuted twin after the seed-14 campaign: their hash (which covers the form list) changed
+_SPLIT = {"wmma.sm90.f16.f16": "wmma.sm90.f16.f16.c32", "wmma.sm90.f16.f32": "wmma.sm90.f16.f32.c16"}
+
+
 def _params(recs):
     return [pytest.param(p, marks=() if json.loads(p.read_text())["instruction"] in _FIRST
                          else pytest.mark.slow, id=p.stem) for p in recs]
@@ -141,7 +146,9 @@ def test_record_replays(rec):
     r = json.loads(rec.read_text())
     name = r["instruction"]
     th = theory.resolve(name)
-    assert r["theory_hash"] == th.hash(), f"{th.id} changed since the campaign"
+    if r["theory_hash"] != th.hash():  # only the instruction lists of these two changed
+        twin = theory.default().get(_SPLIT[th.id])  # (mixed forms split off after seed 14)
+        assert (twin.params, twin.op, twin.L) == (th.params, th.op, th.L), th.id
     z = np.load(rec.with_suffix(".npz"))
     for k in r["classes"]:
         A, B, C, D = (z[f"{k}.{x}"] for x in "abcd")
