@@ -175,3 +175,26 @@ def test_first_campaign_refutes_the_first_hypotheses(rec):
     for cx in r["counterexamples"]:
         assert _one(name, cx, None) == int(cx["hardware"], 16)
         assert _one(name, cx, rival) == int(cx["simulated"], 16) != int(cx["hardware"], 16)
+
+
+def test_accumulator_theories_against_a_numpy_oracle():
+    """The mixed-precision f16 forms (theory key accumulator = "f32"): D f16 is the f32 form's
+    result rounded RNE by numpy; D f32 from C f16 is the f32 form on numpy's exact f16 -> f32
+    C. The refuted first hypotheses (no accumulator) differ on some of the same inputs."""
+    rng = np.random.default_rng(7)
+    # small products (about 2^-16) beside subnormal f16 C: where the first hypotheses erred
+    A = (rng.standard_normal((64, 16, 16)) / 256).astype(np.float16).view(np.uint16)
+    B = (rng.standard_normal((64, 16, 16)) / 256).astype(np.float16).view(np.uint16)
+    C32 = (rng.standard_normal((64, 16, 16)) * 4).astype(np.float32).view(np.uint32)
+    C16 = (rng.standard_normal((64, 16, 16)) * 2.0 ** -15).astype(np.float16).view(np.uint16)
+    ref = "sm90/wmma.mma.m16n16k16.f32.f32"
+    d16 = simulate("sm90/wmma.mma.m16n16k16.f16.f32", A, B, C32)
+    want = simulate(ref, A, B, C32).view(np.float32).astype(np.float16).view(np.uint16)
+    assert (d16 == want).all()
+    d32 = simulate("sm90/wmma.mma.m16n16k16.f32.f16", A, B, C16)
+    assert (d32 == simulate(ref, A, B, C16.view(np.float16).astype(np.float32)
+                            .view(np.uint32))).all()
+    assert (simulate("sm90/wmma.mma.m16n16k16.f16.f32", A, B, C32,
+                     theory="wmma.sm90.f16.f16.c32") != d16).any()
+    assert (simulate("sm90/wmma.mma.m16n16k16.f32.f16", A, B, C16,
+                     theory="wmma.sm90.f16.f32.c16") != d32).any()
