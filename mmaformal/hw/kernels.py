@@ -28,7 +28,9 @@ a kernel tile holds ``Spec.group`` = 4 tiles), integer ``mma`` (s8/u8, s4/u4 pac
 32 to a register), integer ``wgmma`` and ``mma.sp`` (compressed A laid out as the dense A of
 depth K/2, one warp-uniform metadata word per tile: :mod:`mmaformal.hw.sparse`); every layout
 self-check exact (SASS.md). Sparse ``wgmma.sp`` forms: :mod:`mmaformal.hw.wgmma_sp` (spec,
-tables and source delegate there).
+tables and source delegate there). ``wmma.mma`` forms (``Spec.family`` "wmma"): CUDA C++ WMMA
+API kernels (``#include <mma.h>``, nvcc) whose images are the plain matrices (A, C, D
+row-major, B col_major); H100 campaigns 2026-11-25, every self-check exact.
 
 May import: numpy only (no CUDA needed to generate source). Invariant: raw bits in, raw bits
 out; the kernels move bit patterns and never do arithmetic on operand values.
