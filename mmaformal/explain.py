@@ -197,6 +197,12 @@ def _steps(th: _theory.Theory, ins: Instruction, notes: list, ops: dict) -> list
                           "a": [_elem(x.v, v["to"])["bits"] for x in v["a"]],
                           "b": [_elem(x.v, v["to"])["bits"] for x in v["b"]],
                           "text": f"A and B converted exactly to {v['to']}"})
+        elif label == "convert_c":
+            steps.append({"step": "convert c", "to": v["to"], **_elem(v["c"].v, v["to"]),
+                          "text": f"C converted exactly to the {v['to']} accumulator"})
+        elif label == "round_d":
+            steps.append({"step": "round d", "from": v["from"], **_elem(v["d"].v, ins.d),
+                          "text": f"the {v['from']} result rounded to {ins.d}, RNE"})
         elif label == "k_order":
             perm = list(v["perm"])
             steps.append({"step": "k order", "order": v["order"], "perm": perm,
@@ -204,7 +210,8 @@ def _steps(th: _theory.Theory, ins: Instruction, notes: list, ops: dict) -> list
         elif label == "block":
             k0, L = v["k0"], v["L"]
             k_ids = perm[k0:k0 + L]
-            cf = (ins.d if th.accumulate == "add" else ins.c) if first_block else out_fmt
+            cf = (ins.d if th.accumulate == "add" else (th.accumulator or ins.c)) \
+                if first_block else out_fmt
             first_block = False
             sums_in_block = 0
             cur = {"step": "block", "k": k_ids, "accumulator_in": _elem(v["c"].v, cf)}

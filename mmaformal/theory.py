@@ -95,7 +95,7 @@ SPARSE = ("", "selected", "dense")
 
 _THEORY_KEYS = frozenset({
     "id", "instructions", "model", "op", "L", "params", "status", "provenance", "competes_with",
-    "primary", "convert", "k_order", "accumulate", "note", "sparse",
+    "primary", "convert", "k_order", "accumulate", "note", "sparse", "accumulator",
 })
 _REQUIRED = ("id", "instructions", "model", "params", "status", "provenance")
 _TOP_KEYS = frozenset({"meta", "theory"})
@@ -185,6 +185,9 @@ class Theory:
     note: str = ""
     file: str = ""
     sparse: str = ""
+    #: fdpa only: the format the chain accumulates in when C or D differ from it (the WMMA
+    #: mixed-precision forms: C converted exactly to it first, D rounded RNE from it last)
+    accumulator: str = ""
     instr: Instruction | None = dataclasses.field(default=None, compare=False)
 
     # -- content ---------------------------------------------------------------------------
@@ -201,6 +204,8 @@ class Theory:
         }
         if self.sparse:          # only when set: the hashes of dense theories stay as they were
             d["sparse"] = self.sparse
+        if self.accumulator:     # likewise
+            d["accumulator"] = self.accumulator
         return d
 
     def hash(self) -> str:
@@ -379,6 +384,11 @@ class Theory:
         out_fmt = mma.rho_of(params["rho"])[2].name if "rho" in params else ins.d
         op = getattr(mma, self.op)
         first_fc = ins.c
+        acc = self.accumulator
+        if acc and ins.c != acc:  # C converted exactly first (e.g. HADD2.F32 of an f16 C)
+            c = _convert_exact(c, ins.c, acc)
+            mma._note("convert_c", {"to": acc, "c": c})
+            first_fc = acc
         c0 = c
         if self.accumulate == "add":
             c0 = K.const(0, fp.fmt(ins.d).storage, False)
@@ -410,6 +420,9 @@ class Theory:
             nan = mma.NVIDIA_NAN.get(ins.d, "default")
             mma._note("accumulate_add", {"chain": d, "c": c})
             d = fp.add(ins.d, d, c, "RNE", nan=nan)
+        if acc and ins.d != acc:  # D rounded last, RNE (e.g. F2FP.F16.F32 of the f32 result)
+            d = _round_fmt(d, acc, ins.d)
+            mma._note("round_d", {"from": acc, "d": d})
         return d
 
     @functools.cached_property
@@ -464,6 +477,18 @@ def _convert_exact(x: BV, src: str, dst: str) -> BV:
     r = ite(u.inf, inf, fin)
     r = ite(u.nan, nan, r)
     return ite(u.sign & (u.inf | u.nan), r | sb, r) if fd.signed else r
+
+
+def _round_fmt(x: BV, src: str, dst: str) -> BV:
+    """src -> dst, rounded to nearest even, Inf on overflow, subnormals kept; Inf stays Inf
+    with its sign; NaN becomes dst's NVIDIA canonical NaN."""
+    fs, fd = fp.fmt(src), fp.fmt(dst)
+    u = fp.decode(fs, x)
+    K = x.k
+    fin = fp.round_to(fd, u.sign, u.exp - fs.t, u.sig, "RNE")
+    inf = K.const(fd.inf_code << fd.pad, fd.storage, False)
+    r = ite(u.inf, ite(u.sign, inf | (fd.sign_bit << fd.pad), inf), fin)
+    return ite(u.nan, K.const(mma.NVIDIA_NAN.get(dst, fp.default_nan(fd)), fd.storage, False), r)
 
 
 # --------------------------------------------------------------------------------------------
@@ -590,9 +615,14 @@ def _check_fit(t: Theory, ins: Instruction) -> None:
     if scaled_op != bool(ins.scale):
         raise ValueError(f"{w}: op {t.op} " + ("needs" if scaled_op else "does not take")
                          + " a block-scaled instruction")
+    if t.accumulator:
+        if t.model != "fdpa" or t.accumulate == "add":
+            raise ValueError(f"{w}: accumulator needs model fdpa with accumulate = 'fused'")
+        if not _exact_in(ins.c, t.accumulator):
+            raise ValueError(f"{w}: C ({ins.c}) is not exact in accumulator {t.accumulator}")
     if "rho" in p:
         out = mma.rho_of(p["rho"])[2].name
-        if out != ins.d:
+        if out != (t.accumulator or ins.d):
             raise ValueError(f"{w}: rho = {p['rho']} gives {out}, the instruction's D is {ins.d}")
     if t.op in ("tr_fdpa", "gtr_fdpa", "e_fdpa") and (ins.d != "f32" or ins.c != "f32"):
         raise ValueError(f"{w}: op {t.op} needs f32 c and d")
@@ -680,7 +710,7 @@ def _parse_file(path: Path) -> list[Theory]:
         if not (isinstance(instrs, list) and instrs and all(isinstance(x, str) for x in instrs)):
             raise ValueError(f"{w}: instructions must be a non-empty list of strings")
         for key in ("model", "op", "status", "provenance", "convert", "k_order", "accumulate", "note",
-                    "sparse"):
+                    "sparse", "accumulator"):
             if key in e and not isinstance(e[key], str):
                 raise ValueError(f"{w}: {key} must be a string")
         if "primary" in e and not isinstance(e["primary"], bool):
@@ -705,6 +735,7 @@ def _parse_file(path: Path) -> list[Theory]:
             competes_with=tuple(cw), primary=e.get("primary", True), convert=e.get("convert", ""),
             k_order=e.get("k_order", "natural"), accumulate=e.get("accumulate", "fused"),
             note=e.get("note", ""), file=file, sparse=e.get("sparse", ""),
+            accumulator=e.get("accumulator", ""),
         )
         _check_static(t, file)
         out.append(t)

@@ -559,7 +559,7 @@ def test_readme_sm90_family_table_counts_the_records():
     """Each row of README's "sm90 forms on the silicon, by family" gives the catalog's forms of
     that family and how many have a clean >= 10^7 campaign (0 mismatches against the form's
     primary theory, or every class's digest equal on replay for the digest records); a row
-    names forms not run exactly when some lack one, and every sm90 form outside wmma has one."""
+    names forms not run exactly when some lack one, and every sm90 form has one."""
     import json
     import re
     hw = paths.shipped("counterexamples") / "hw"
@@ -596,6 +596,6 @@ def test_readme_sm90_family_table_counts_the_records():
         got[key] = [int(n), int(ok)]
         assert (not_run == "-") == (n == ok), (fam, not_run)
     assert got == want
-    # the issue's goal: every sm90 form has a clean campaign (wmma: no harness yet)
-    missing = sorted(i.name for i in cat if i.name not in clean and "wmma" not in _family(i))
+    # the issue's goal: every sm90 form has a clean campaign
+    missing = sorted(i.name for i in cat if i.name not in clean)
     assert not missing, (len(missing), missing[:5])

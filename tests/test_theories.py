@@ -227,6 +227,9 @@ BAD = [
     ("not TOML", lambda g: g + "\nthis is not toml\n", "not valid TOML"),
     ("bad id", lambda g: g.replace('id = "t.good"', 'id = "T Good"'), "id must match"),
     ("convert not exact", lambda g: g.replace('L = 16\n', 'L = 16\nconvert = "e4m3"\n'), "not exact"),
+    ("accumulator not a string", lambda g: g.replace('L = 16\n', 'L = 16\naccumulator = 32\n'), "accumulator must be a string"),
+    ("accumulator with accumulate add", lambda g: g.replace('L = 16\n', 'L = 16\naccumulator = "f32"\naccumulate = "add"\n'), "accumulator needs model fdpa"),
+    ("C not exact in accumulator", lambda g: g.replace('L = 16\n', 'L = 16\naccumulator = "f16"\n'), "not exact in accumulator"),
 ]
 
 

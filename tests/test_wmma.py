@@ -106,8 +106,8 @@ def _ksub(ins):
     return {"bf16": 16, "tf32": 4}.get(ins.a)
 
 
-def _base(ins):
-    a, arch, d = ins.a, ins.arch, ins.d
+def _base(ins, acc=""):
+    a, arch, d = ins.a, ins.arch, acc or ins.d   # acc: the format a theory accumulates in
     sat = ".satfinite" if ins.satfinite else ""
     if a == "f16":
         sh = {"sm70": "m8n8k4", "sm75": "m16n8k8"}.get(arch, "m16n8k16")
@@ -132,7 +132,10 @@ def test_wmma_theories_borrow_the_mma_level_arithmetic():
         if ins.family != "wmma":
             continue
         t = ts.resolve(ins)
-        base = ts.resolve(_base(ins))
+        # sm90's mixed-precision f16 forms run the f32 HMMA chain (SASS HADD2.F32 / F2FP;
+        # H100 campaigns 2026-11-25): their theories name accumulator = "f32"
+        assert bool(t.accumulator) == (ins.arch == "sm90" and ins.c != ins.d), ins.name
+        base = ts.resolve(_base(ins, t.accumulator))
         assert (t.model, t.op, t.params, t.convert, t.k_order, t.accumulate) == \
             (base.model, base.op, base.params, base.convert, base.k_order, base.accumulate), ins.name
         ks = _ksub(ins)

@@ -28,7 +28,9 @@ a kernel tile holds ``Spec.group`` = 4 tiles), integer ``mma`` (s8/u8, s4/u4 pac
 32 to a register), integer ``wgmma`` and ``mma.sp`` (compressed A laid out as the dense A of
 depth K/2, one warp-uniform metadata word per tile: :mod:`mmaformal.hw.sparse`); every layout
 self-check exact (SASS.md). Sparse ``wgmma.sp`` forms: :mod:`mmaformal.hw.wgmma_sp` (spec,
-tables and source delegate there).
+tables and source delegate there). ``wmma.mma`` forms (``Spec.family`` "wmma"): CUDA C++ WMMA
+API kernels (``#include <mma.h>``, nvcc) whose images are the plain matrices (A, C, D
+row-major, B col_major); H100 campaigns 2026-11-25, every self-check exact.
 
 May import: numpy only (no CUDA needed to generate source). Invariant: raw bits in, raw bits
 out; the kernels move bit patterns and never do arithmetic on operand values.
@@ -207,7 +209,7 @@ class Spec:
     """One covered instruction. ``name`` is the DESIGN.md spelling (``sm90/<qualifier>``)."""
 
     name: str
-    family: str  # "mma" | "wgmma"
+    family: str  # "mma" | "wgmma" | "wmma"
     m: int
     n: int
     k: int
@@ -229,7 +231,7 @@ class Spec:
 
     @property
     def threads(self) -> int:
-        return 32 if self.family == "mma" else 128
+        return 128 if self.family == "wgmma" else 32
 
     @property
     def group(self) -> int:
@@ -242,6 +244,13 @@ class Spec:
         sat = ".satfinite" if self.sat else ""
         if self.family == "wgmma" and self.sparse:
             return wgmma_sp_ptx(self)
+        if self.family == "wmma":  # what the CUDA C++ WMMA API emits (PTX ISA 9.7.14.4.7)
+            bop = f".{self.bop}.popc" if self.bop else ""
+            t = (f"{self.dtype}.{self.ctype}" if self.atype == "f16"
+                 else f"{self.dtype}.{self.atype}.{self.btype}.{self.ctype}")
+            rn = ".rn" if self.atype == "f64" else ""
+            return (f"wmma.mma{bop}.sync.aligned.row.col.{self.shape}.{t}{rn}"
+                    f"{'.satfinite' if self.sat else ''}")
         if self.family == "mma":
             sp = f".{self.sparse}" if self.sparse else ""
             bop = f".{self.bop}.popc" if self.bop else ""
@@ -385,6 +394,8 @@ def spec(name: str) -> Spec:
         return Spec(canon, "mma", M, N, K, d, a, b, c, bool(sat), bop or "", sp or "")
     if q.startswith("wgmma.sp."):
         return wgmma_sp_parse(canon)
+    if q.startswith("wmma."):
+        return wmma_parse(canon)
     wm = _WGMMA_RE.match(q)
     if wm:
         n, k, sat, d, a, b = wm.groups()
@@ -465,6 +476,11 @@ def operand_tables(name: str) -> dict[str, np.ndarray]:
     s = spec(name)
     if s.family == "wgmma" and s.sparse:
         return dict(wgmma_sp_tables(s.name))
+    if s.family == "wmma":
+        out = wmma_tables(s.name)
+        for t in out.values():
+            t.setflags(write=False)
+        return out
     if s.family == "mma":
         # sparse: A is the compressed M x K/2 matrix, laid out as the dense A of shape k/2
         # (PTX ISA "Matrix fragments for multiply-accumulate operation with sparse matrix A":
@@ -660,6 +676,8 @@ def source(name: str) -> str:
             "// Build: -gencode=arch=compute_90a,code=sm_90a\n")
     if s.family == "wgmma" and s.sparse:
         return wgmma_sp_source(s.name)
+    if s.family == "wmma":
+        return wmma_source(s.name)
     body = _mma_source(s) if s.family == "mma" else _wgmma_source(s)
     return head + body
 
@@ -811,3 +829,113 @@ def wgmma_sp_source(name: str, sel: int = 0) -> str:
     w("    }")
     w("}")
     return "\n".join(L) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# wmma.mma (CUDA C++ WMMA API, nvcuda::wmma): names, tables and source.
+#
+# The WMMA API hides the fragment layout: each warp loads A (M x K, row_major), B (K x N,
+# declared col_major: stored N x K, K contiguous, the only layout the sub-byte forms allow) and
+# C (M x N, mem_row_major) straight from global memory with load_matrix_sync, issues mma_sync
+# (bmma_sync for b1) and stores D (M x N, mem_row_major) with store_matrix_sync. The images are
+# therefore plain matrices (A and C/D row-major, B transposed); s4/u4 are packed 8 and b1 32 to
+# a 32-bit word, element 0 in the low bits (the runner's packing). One warp per tile.
+# Source: CUDA C++ Programming Guide, "Warp Matrix Functions" (wmma; sub-byte and b1 under
+# nvcuda::wmma::experimental; bmmaBitOpAND from sm_80), PTX ISA 9.7.14.4 (wmma.mma).
+# ---------------------------------------------------------------------------------------------
+
+_WMMA_F16_SHAPES = ("m16n16k16", "m32n8k16", "m8n32k16")
+
+#: The sm90 wmma.mma forms (qualifiers as the catalog spells them, PTX ISA 9.7.14.4.7).
+WMMA_FORMS: tuple[str, ...] = (
+    *(f"wmma.mma.{k}.{d}.{c}" for k in _WMMA_F16_SHAPES
+      for d, c in (("f16", "f16"), ("f32", "f32"), ("f32", "f16"), ("f16", "f32"))),
+    *(f"wmma.mma.{k}.s32.{a}.{a}.s32{sat}" for k in _WMMA_F16_SHAPES for a in _I8
+      for sat in _SAT),
+    *(f"wmma.mma.m8n8k32.s32.{a}.{a}.s32{sat}" for a in _I4 for sat in _SAT),
+    *(f"wmma.mma.{op}.popc.m8n8k128.s32.b1.b1.s32" for op in ("xor", "and")),
+    *(f"wmma.mma.{k}.f32.bf16.bf16.f32" for k in _WMMA_F16_SHAPES),
+    "wmma.mma.m16n16k8.f32.tf32.tf32.f32",
+    "wmma.mma.m8n8k4.f64.f64.f64.f64",
+)
+
+_WMMA_RE = re.compile(r"^wmma\.mma(?:\.(xor|and)\.popc)?\.(m\d+n\d+k\d+)\.([\w.]+?)(\.satfinite)?$")
+
+
+def wmma_names() -> list[str]:
+    """Every covered sm90 wmma.mma name."""
+    return [f"sm90/{q}" for q in WMMA_FORMS]
+
+
+def wmma_parse(name: str) -> Spec:
+    q = name.split("/", 1)[1]
+    if q not in WMMA_FORMS:
+        raise ValueError(f"instruction {name!r} is not covered; wmma forms: "
+                         + ", ".join(WMMA_FORMS))
+    bop, shape, types_, sat = _WMMA_RE.match(q).groups()
+    t = types_.split(".")
+    d, a, b, c = (t[0], "f16", "f16", t[1]) if len(t) == 2 else t
+    M, N, K = map(int, _SHAPE_RE.match(shape).groups())
+    return Spec(f"sm90/{q}", "wmma", M, N, K, d, a, b, c, bool(sat), bop or "")
+
+
+def wmma_tables(name: str) -> dict[str, np.ndarray]:
+    """Image position -> flat matrix index: A and C/D row-major, B col_major (N x K)."""
+    s = spec(name)
+    kk, nn = np.meshgrid(np.arange(s.k), np.arange(s.n))  # image (n, k) -> B[k, n]
+    return {"a": np.arange(s.m * s.k), "b": (kk * s.n + nn).reshape(-1),
+            "c": np.arange(s.m * s.n), "d": np.arange(s.m * s.n)}
+
+
+#: fragment element type and global pointer type of each format
+_WMMA_T = {
+    "f16": ("__half", "__half"), "bf16": ("__nv_bfloat16", "__nv_bfloat16"),
+    "tf32": ("wmma::precision::tf32", "float"), "f32": ("float", "float"),
+    "f64": ("double", "double"), "s8": ("signed char", "signed char"),
+    "u8": ("unsigned char", "unsigned char"), "s32": ("int", "int"),
+    "s4": ("wmma::experimental::precision::s4", "void"),
+    "u4": ("wmma::experimental::precision::u4", "void"),
+    "b1": ("wmma::experimental::precision::b1", "void"),
+}
+
+
+def wmma_source(name: str) -> str:
+    """CUDA C++ of the wmma tile kernel (nvcc; includes <mma.h>)."""
+    s = spec(name)
+    (fa, pa), (fb, pb), (fc, pc), (fd, pd) = (_WMMA_T[f] for f in
+                                              (s.atype, s.btype, s.ctype, s.dtype))
+    sh = f"{s.m}, {s.n}, {s.k}"
+    # elements -> pointer units (sub-byte operands: 32-bit words)
+    wa = s.m * s.k * FORMAT_BITS[s.atype] // 32 if pa == "void" else s.m * s.k
+    wb = s.k * s.n * FORMAT_BITS[s.btype] // 32 if pb == "void" else s.k * s.n
+    ua = "unsigned int" if pa == "void" else pa
+    ub = "unsigned int" if pb == "void" else pb
+    if s.bop:
+        op = "XOR" if s.bop == "xor" else "AND"
+        mma = (f"wmma::bmma_sync(fd, fa, fb, fc, wmma::experimental::bmmaBitOp{op}, "
+               "wmma::experimental::bmmaAccumulateOpPOPC);")
+    else:
+        mma = f"wmma::mma_sync(fd, fa, fb, fc{', true' if s.sat else ''});"
+    return f"""// Generated by mmaformal.hw.kernels for {s.name}. Raw bits in, raw bits out.
+// Build: -gencode=arch=compute_90a,code=sm_90a
+#include <mma.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+using namespace nvcuda;
+extern "C" __global__ void {KERNEL_NAME}(const {ua}* __restrict__ a, const {ub}* __restrict__ b,
+    const {pc}* __restrict__ c, {pd}* __restrict__ d, long long T) {{
+  long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  long long nw = ((long long)gridDim.x * blockDim.x) >> 5;
+  for (long long t = warp; t < T; t += nw) {{
+    wmma::fragment<wmma::matrix_a, {sh}, {fa}, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, {sh}, {fb}, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, {sh}, {fc}> fc;
+    wmma::fragment<wmma::accumulator, {sh}, {fd}> fd;
+    wmma::load_matrix_sync(fa, a + t * {wa}, {s.k});
+    wmma::load_matrix_sync(fb, b + t * {wb}, {s.k});
+    wmma::load_matrix_sync(fc, c + t * {s.m * s.n}, {s.n}, wmma::mem_row_major);
+    {mma}
+    wmma::store_matrix_sync(d + t * {s.m * s.n}, fd, {s.n}, wmma::mem_row_major);
+  }}
+}}
+"""

@@ -6,6 +6,8 @@ f32 and tf32, uint64 for f64; the leading batch dimensions are independent tiles
 (..., M, N) as bit patterns of the instruction's dtype. Nothing goes through host floats: the
 operands are gathered into the kernels' fragment images on the GPU (index tables from
 :mod:`mmaformal.hw.kernels`), one MMA instruction runs per tile, and D is scattered back.
+``wmma.mma`` names run the same way (one warp per tile; their images are plain matrices that
+the WMMA API's load_matrix_sync reads).
 
 Kernels are compiled at run time for ``sm_90a`` (``-gencode=arch=compute_90a,code=sm_90a``) with
 nvcc when it is on the machine (else NVRTC through CuPy), cached on disk by source hash
@@ -263,7 +265,7 @@ def run_images(name: str, a_img, b_img, c_img, desc: tuple[int, int] | None = No
     a_img, b_img = _pack(cp, a_img, s.atype), _pack(cp, b_img, s.btype)
     args = [cp.ascontiguousarray(a_img), cp.ascontiguousarray(b_img),
             cp.ascontiguousarray(c_img), d_img, np.int64(T)]
-    if s.family == "mma":
+    if s.family in ("mma", "wmma"):  # one warp per tile
         threads = 256
         blocks = min(-(-T // (threads // 32)), sms * 32)
         if s.sparse:

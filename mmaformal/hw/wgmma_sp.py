@@ -647,7 +647,7 @@ def main(argv=None) -> int:
                    "campaign starts")
     p.add_argument("--match", default="", help="only forms matching this regex")
     p.add_argument("--tar", type=Path)
-    p.add_argument("--names", type=Path, help="a file of dense sm90 forms (wgmma, mma; one per "
+    p.add_argument("--names", type=Path, help="a file of dense sm90 forms (wgmma, mma, wmma; one per "
                    "line) to run instead of the sparse forms and the integer N = 240/256 ones")
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--replay", nargs="*", type=Path, help="records to replay by digest on the "

@@ -191,6 +191,9 @@ def structure(m: Model) -> Structure:
     if m.ins.sparse:
         st.why = "sparse instructions are proved monolithically"
         return st
+    if m.theory.accumulator:
+        st.why = "a C conversion / D rounding around the chain (accumulator) is proved monolithically"
+        return st
     if m.theory.model != "fdpa" or m.theory.op not in _FDPA_TAIL_OPS + _TR_OPS:
         st.why = f"op {m.theory.op} is not a T-FDPA-family fused sum"
         return st

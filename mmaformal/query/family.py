@@ -200,6 +200,8 @@ def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
     L = min(ins.k, t.L) if t.L is not None else None
     key = [("model", t.model), ("op", t.op), ("L", L), ("convert", conv),
            ("k_order", t.k_order), ("accumulate", t.accumulate), ("align", "RD" if rd else "RZ")]
+    if t.accumulator:                      # C converted in / D rounded out: never the plain chain
+        key.append(("accumulator", t.accumulator))
     key += sorted(p.items())
     return tuple(key)
 
