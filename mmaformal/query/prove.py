@@ -881,9 +881,9 @@ def _bound_check(m: Model) -> None:
     if th.model != "fdpa" or th.op not in ("t_fdpa", "tr_fdpa", "gtr_fdpa") or ins.scale:
         raise BadInput(f"{m.label}: bound takes T-FDPA, TR-FDPA or GTR-FDPA theories without "
                        f"block scales (theory {th.id} is {th.describe()})")
-    if th.accumulate != "fused" or th.convert or th.k_order != "natural":
-        raise BadInput(f"{m.label}: bound does not take accumulate = add, operand conversion "
-                       f"or a k order")
+    if th.accumulate != "fused" or th.convert or th.k_order != "natural" or th.accumulator:
+        raise BadInput(f"{m.label}: bound does not take accumulate = add, operand conversion, "
+                       f"a k order or an accumulator conversion")
 
 
 def _bound_search(m: Model, F_claim, solver, timeout, backends, rounds, t0, emit=None):
@@ -1099,7 +1099,7 @@ def _applies(claim: str, names: list[str], change) -> str:
             _bound_check(m)
         except BadInput as e:
             if "accumulate" in str(e):
-                return "accumulate = add, operand conversion or a k order"
+                return "accumulate = add, operand conversion, a k order or an accumulator conversion"
             return (f"{m.theory.op}" + (" with block scales" if m.ins.scale else "")
                     + ": outside the T-FDPA/TR-FDPA/GTR-FDPA bound")
     if claim == "unobservable" and change[0] not in m.theory.param_dict:
