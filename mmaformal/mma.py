@@ -327,13 +327,17 @@ def _exact_group(prods: Sequence[Term]) -> tuple[BV, int, Bool, Bool, Bool, Bool
     span = hi_e - lo_e
     width = prods[0].sig.w + span + bitlen(len(prods)) + 2
     S = None
+    vs = []
     for t in prods:
         sh = (t.e.resize(t.e.w + 1) - lo_e).bitcast(False)
         v = t.sig.resize(width, False)
         v = v << sh
         v = v.resize(width, True)
         v = ite(t.sign, -v, v)
+        vs.append(v)
         S = v if S is None else S + v
+    # each product's fixed-point value v (|v| < 2^(sig.w + span)) and their wrap-free sum
+    _note("exact_group", {"P": S, "v": vs, "prods": list(prods), "bits": prods[0].sig.w + span})
     nan = inf_p = inf_n = None
     allz = None
     for t in prods:
@@ -404,6 +408,8 @@ def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], 
                 gzero = gzero & t.zero
         terms.append(Term(sign, e, sig, fbt, gzero | ua.zero | ub.zero,
                           ip | ineg, nan_g | (ip & ineg) | ua.nan | ub.nan))
+        _note("group", {"term": terms[-1], "P": P, "zero": gzero, "allz": allz, "nan": nan_g,
+                        "inf_p": ip, "inf_n": ineg, "scales": (scale_a[g], scale_b[g])})
     terms.append(operand(decode(fc, c)))
     return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign)
 

@@ -158,6 +158,7 @@ class Block:
     conv: dict | None = None
     sp: dict | None = None
     tr: dict | None = None       # TR-FDPA: the tail (E, Tp, sc) after the fused sum
+    groups: list = dataclasses.field(default_factory=list)   # GST-FDPA: (exact_group, group)
 
 
 @dataclasses.dataclass
@@ -222,6 +223,13 @@ def structure(m: Model) -> Structure:
             cur.out = v
         elif label == "tr_tail":
             cur.tr = v
+        elif label == "exact_group":
+            cur.groups.append([v, None])
+        elif label == "group":
+            if not cur.groups or cur.groups[-1][1] is not None:
+                st.why = "a group term without its exact sum"
+                return st
+            cur.groups[-1][1] = v
         elif label == "accumulate_add":
             st.acc = v
         elif label in ("convert_operands", "k_order", "chain"):
@@ -1111,14 +1119,15 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         raise NotDecomposable(st.why)
     m, K, inp = st.model, st.K, st.inp
     th, ins = m.theory, m.ins
-    if th.op != "t_fdpa" or ins.scale:
-        # GST-FDPA (mxf4) was tried: its lemmas hold but for mono.same of a group term (16
-        # products on each side), which bitwuzla did not answer in 90 s
-        raise NotDecomposable(f"op {th.op}: the monotonicity decomposition covers t_fdpa chains")
+    if not (th.op == "t_fdpa" and not ins.scale) and th.op != "gst_fdpa":
+        raise NotDecomposable(f"op {th.op}: the monotonicity decomposition covers t_fdpa and "
+                              "gst_fdpa chains")
     zero_exp = th.param_dict.get("zero_exp", "excluded")
     fmt_of = {str(x.v): ins.a for x in inp.a}
     fmt_of.update({str(x.v): ins.b for x in inp.b})
     fmt_of[str(inp.c.v)] = ins.c
+    scale_names = {str(x.v) for x in (inp.sa or []) + (inp.sb or [])}
+    fmt_of.update({n: ins.scale for n in scale_names})
     pair_of = {frozenset((str(x.v), str(y.v))): k for k, (x, y) in enumerate(zip(inp.a, inp.b))}
     fd = mma.rho_of(th.param_dict["rho"])[2]
     fconv = [fp.fmt(th.convert)] if th.convert else []
@@ -1161,11 +1170,35 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         al = [_sub(x.v, cut) for x in blk.aligned]
         cterms = [_sub_term(K, t, cut) for t in terms]
         keys = [_sub(k.v, cut) for k in keyed]
+        # GST-FDPA group terms: cut at the group's exact sum P (mono.group: per product)
+        gcut = {}
+        for gi, (eg, gv) in enumerate(blk.groups):
+            if gv is None:
+                raise NotDecomposable(f"{tag}: group {gi} has no group term")
+            t = next((i for i, x in enumerate(terms) if x is gv["term"]), None)
+            if t is None:
+                raise NotDecomposable(f"{tag}: group {gi}'s term is not a fused-sum term")
+            gcut[t] = _group_cut(K, tag, gi, eg, gv, cut, term_le, fin,
+                                 lambda n: fp.fmt(fmt_of[n]).storage, pair_of, scale_names, lemmas)
+            cterms[t] = _sub_term(K, cterms[t], gcut[t]["pairs"])
+            keys[t] = _sub(keys[t], gcut[t]["pairs"])
         # which inputs each term reads, and its static exponent range
         info = []
         lo = hi = None
         for t, (term, a_t) in enumerate(zip(cterms, al)):
             vs = _term_vars(term)
+            if t in gcut:
+                if not vs <= gcut[t]["vars"] | scale_names:
+                    raise NotDecomposable(f"{tag}: group term {t} reads more than its cut sum")
+                gin = gcut[t]["inputs"]
+                if gin & seen_vars:
+                    raise NotDecomposable(f"{tag}: group term {t} shares inputs with another term")
+                seen_vars |= gin
+                ls_, hs_ = rng(ins.scale)
+                info.append(("group", t, (2 * ls_, 2 * hs_)))
+                lo = info[-1][2][0] if lo is None else min(lo, info[-1][2][0])
+                hi = info[-1][2][1] if hi is None else max(hi, info[-1][2][1])
+                continue
             if vs & seen_vars:
                 raise NotDecomposable(f"{tag}: term {t} shares inputs with another term")
             seen_vars |= vs - {"D_"}
@@ -1201,7 +1234,8 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         shl = lambda x, d: x << z3.ZeroExt(W2 - ew, d)
         bounds = []
         for t, (term, a_t, key, (kind, ref, _r)) in enumerate(zip(cterms, al, keys, info)):
-            at = lambda v, a=a_t: _sub(a, [(E, v)])
+            gp = gcut[t]["pairs"] if t in gcut else []     # E first: it holds every key
+            at = lambda v, a=a_t, gp=gp: _sub(_sub(a, [(E, v)]), gp)
             vs = _term_vars(term)
             if not free_vars(at(V)) <= vs | {"E_"}:
                 raise NotDecomposable(f"{tag}: aligned term {t} reads more than its inputs and E")
@@ -1209,7 +1243,7 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
             mw = term.sig.w + ls - rs
             bounds.append(mw)
             name = f"{tag}.t{t}"
-            fx = fin(vs)
+            fx = gcut[t]["hyp"] if t in gcut else fin(vs)
             lemmas.append(Lemma(f"{name}.range", "the key lies in the term's static range, or the "
                                 "term is zero (key zero_exp when fixed) and aligns to 0 at every "
                                 "E; the aligned term is bounded",
@@ -1225,13 +1259,18 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
                                       z3.Not(at(V2) == _rz_shift(at(V1), V2 - V1, w, ew))]))
             if kind == "const":     # a constant addend (a zero accumulator) never changes
                 continue
-            # the y side: the term's inputs primed
-            pr = [(z3.BitVec(n, fp.fmt(fmt_of[n]).storage), z3.BitVec(n + "p", fp.fmt(fmt_of[n]).storage))
-                  for n in sorted(vs)]
-            aty = lambda v, a=a_t: _sub(_sub(a, [(E, v)]), pr)
+            # the y side: the term's inputs primed (a group term: its cut sum; scales stay)
+            if kind == "group":
+                pr = gcut[t]["prime"]
+            else:
+                pr = [(z3.BitVec(n, fp.fmt(fmt_of[n]).storage), z3.BitVec(n + "p", fp.fmt(fmt_of[n]).storage))
+                      for n in sorted(vs)]
+            aty = lambda v, a=a_t, gp=gp: _sub(_sub(_sub(a, [(E, v)]), gp), pr)
             keyy = _sub(key, pr)
-            fy = fin(vs, "p")
-            if kind == "product":
+            fy = [_sub(h, pr) for h in gcut[t]["hyp"]] if kind == "group" else fin(vs, "p")
+            if kind == "group":
+                larger = gcut[t]["larger"]
+            elif kind == "product":
                 xa, xb = inp.a[ref], inp.b[ref]
                 ya, yb = (BV(K, x.w, False, _sub(x.v, pr)) for x in (xa, xb))
                 larger = z3.Not(term_le(mma.product(fp.decode(ins.a, ya), fp.decode(ins.b, yb)),
@@ -1269,7 +1308,8 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         G = _sub(out, [(S, Sv), (E, Ev), (N, Nv), (P, Pv), (Q, Qv), (Z, Zv)])
         if free_vars(G) - {"S_", "E_", "N_", "P_", "Q_", "Z_"}:
             raise NotDecomposable(f"{tag}: the output is not a function of (S, E, N, P, Q, Z)")
-        blk_vars = set().union(*(_term_vars(t) for t in cterms))
+        blk_vars = set().union(*(_term_vars(t) for t in terms))
+        blk_vars = {_n for _n in blk_vars if _n in fmt_of}
         lemmas.append(Lemma(f"{tag}.flags", "finite inputs take the finite path",
                             fin(blk_vars) + [z3.Or(N, P, Q)]))
         Gf = lambda s, e, z: BV(K, fd.storage, False, _sub(G, [(Sv, s), (Ev, e), (Nv, z3.BoolVal(False)),
@@ -1335,6 +1375,73 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
     elif not st.out.v.eq(prev_out.v):
         raise NotDecomposable("the output is not the last block's output")
     return lemmas
+
+
+def _group_cut(K, tag, gi, eg, gv, cut, term_le, fin, width, pair_of, scale_names, lemmas):
+    """GST-FDPA group g: cut the group term at its exact sum P (GP_), its zero flag (GZ_, when
+    it is "all G products zero" rather than "P = 0") and its all-negative-zero sign (GA_); Inf
+    and NaN flags are false for finite inputs (mono.flags). Appends the per-product lemmas
+    that justify the cut's hypotheses (mono.group in COMBINATION_MONOTONIC_FDPA) and returns
+    the substitution, the cut variables, the group's inputs, the x-side hypotheses, the
+    primed substitution and the 'larger' hypothesis for the y side."""
+    import z3
+    P = _sub(eg["P"].v, cut)
+    Pw = eg["P"].w
+    b = eg["bits"]
+    vs = [_sub(v.v, cut) for v in eg["v"]]
+    prods = eg["prods"]
+    Pmax = len(vs) << b
+    if Pmax > 1 << (Pw - 1):
+        raise NotDecomposable(f"{tag}: group {gi}'s exact sum may wrap around in {Pw} bits")
+    GP, GPp = z3.BitVec("GP_", Pw), z3.BitVec("GPp_", Pw)
+    GZ, GZp = z3.Bool("GZ_"), z3.Bool("GZp_")
+    GA, GAp = z3.Bool("GA_"), z3.Bool("GAp_")
+    F_ = z3.BoolVal(False)
+    zero = _sub(gv["zero"].v, cut)
+    by_products = not free_vars(_sub(zero, [(P, GP)])) <= {"GP_"}
+    pairs = [(P, GP), (_sub(gv["allz"].v, cut), GA), (_sub(gv["nan"].v, cut), F_),
+             (_sub(gv["inf_p"].v, cut), F_), (_sub(gv["inf_n"].v, cut), F_)]
+    if by_products:
+        pairs.append((zero, GZ))
+    gname = f"{tag}.g{gi}"
+    inputs: set = set()
+    zeros = []
+    acc = None
+    for i, (v, t) in enumerate(zip(vs, prods)):
+        tv = _term_vars(t)
+        if len(tv) != 2 or frozenset(tv) not in pair_of:
+            raise NotDecomposable(f"{gname}: product {i} reads {sorted(tv)}")
+        inputs |= tv
+        pr = [(z3.BitVec(n, width(n)), z3.BitVec(n + "p", width(n))) for n in sorted(tv)]
+        ty = _sub_term(K, t, pr)
+        fx, fy = fin(tv), fin(tv, "p")
+        larger = z3.Not(term_le(ty, t).v)
+        lemmas.append(Lemma(f"{gname}.p{i}.mono", "a larger product has a larger fixed-point "
+                            "value in the group's exact sum", fx + fy + [larger,
+                                                                     z3.Not(v <= _sub(v, pr))]))
+        lemmas.append(Lemma(f"{gname}.p{i}.zero", "a product's fixed-point value is zero exactly "
+                            "when the product is zero", fx + [z3.Not((v == 0) == t.zero.v)]))
+        lemmas.append(Lemma(f"{gname}.p{i}.range", "a product's fixed-point value is bounded",
+                            fx + [z3.Not(z3.And(v < (1 << b), v > -(1 << b)))]))
+        zeros.append(t.zero.v)
+        acc = v if acc is None else acc + v
+    allin = fin(inputs)
+    lemmas.append(Lemma(f"{gname}.sum", "the group's exact sum is the sum of its products' "
+                        "fixed-point values", allin + [z3.Not(P == acc)]))
+    if by_products:
+        lemmas.append(Lemma(f"{gname}.zeroflag", "the group is a zero term exactly when all its "
+                            "products are zero", allin + [z3.Not(zero == z3.And(*zeros))]))
+    sc = sorted(n for n in free_vars(*(s.v for s in gv["scales"])) if n in scale_names)
+    hyp = fin(set(sc)) + [GP < Pmax, GP > -Pmax]
+    if by_products:
+        hyp.append(z3.Implies(GZ, GP == 0))
+    prime = [(GP, GPp), (GZ, GZp), (GA, GAp)]
+    larger = [GP <= GPp]
+    if by_products:
+        larger += [z3.Implies(z3.And(GZ, z3.Not(GZp)), GPp != 0),
+                   z3.Implies(z3.And(GZp, z3.Not(GZ)), GP != 0)]
+    return {"pairs": pairs, "vars": {"GP_", "GZ_", "GA_"}, "inputs": inputs, "hyp": hyp,
+            "prime": prime, "larger": z3.And(*larger)}
 
 
 def _rz_shift(x, d, w: int, ew: int):

@@ -688,8 +688,8 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
             st, info, method = "sat", pair(*found), "search"
             r = Result("sat", "search (numpy lanes)", "", _now() - t0)
     integer = fp.fmt(ins.a).is_int and m.theory.op == "int_chain" and not ins.sparse
-    fdpa = (m.theory.model == "fdpa" and m.theory.op == "t_fdpa" and not ins.sparse
-            and not ins.scale)
+    fdpa = (m.theory.model == "fdpa" and not ins.sparse
+            and ((m.theory.op == "t_fdpa" and not ins.scale) or m.theory.op == "gst_fdpa"))
     if st is None and (integer or fdpa or m.theory.model == "fma"):
         subject = [m]
         if integer:

@@ -1,0 +1,26 @@
+(set-logic ALL)
+; benchmark generated from python API
+(set-info :status unknown)
+(declare-fun x0 () (_ BitVec 8))
+(declare-fun x1 () (_ BitVec 8))
+(assert
+ (not (or false false)))
+(assert
+ (not (or false false)))
+(assert
+ (let ((?x30 ((_ extract 3 0) x1)))
+(let ((?x44 ((_ extract 2 1) ?x30)))
+(let (($x45 (and (distinct (_ bv0 2) ?x44) true)))
+(let ((?x26 ((_ extract 3 0) x0)))
+(let ((?x36 ((_ extract 2 1) ?x26)))
+(let (($x37 (and (distinct (_ bv0 2) ?x36) true)))
+(let ((?x64 (bvadd ((_ sign_extend 1) (ite $x37 (bvsub ((_ zero_extend 3) ?x36) (_ bv1 5)) (_ bv0 5))) ((_ sign_extend 1) (ite $x45 (bvsub ((_ zero_extend 3) ?x44) (_ bv1 5)) (_ bv0 5))))))
+(let ((?x68 ((_ zero_extend 24) (bvsub ((_ sign_extend 1) ?x64) (_ bv0 7)))))
+(let ((?x47 ((_ zero_extend 1) ((_ extract 0 0) ?x30))))
+(let ((?x39 ((_ zero_extend 1) ((_ extract 0 0) ?x26))))
+(let ((?x51 (bvmul ((_ zero_extend 2) (ite $x37 (bvadd ?x39 (_ bv2 2)) ?x39)) ((_ zero_extend 2) (ite $x45 (bvadd ?x47 (_ bv2 2)) ?x47)))))
+(let ((?x72 (bvshl ((_ zero_extend 16) ((_ zero_extend 11) ?x51)) (ite (bvugt ?x68 (_ bv16 31)) (_ bv16 31) ?x68))))
+(let ((?x73 ((_ extract 14 0) ?x72)))
+(let ((?x75 (ite (xor (= (_ bv1 1) ((_ extract 3 3) ?x26)) (= (_ bv1 1) ((_ extract 3 3) ?x30))) (bvsub (_ bv0 15) ?x73) ?x73)))
+(not (and (bvslt ?x75 (_ bv256 15)) (bvsgt ?x75 (_ bv32512 15)))))))))))))))))))
+(check-sat)
