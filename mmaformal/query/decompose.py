@@ -1094,9 +1094,15 @@ COMBINATION_MONOTONIC_FDPA = (
     "a zero) orders the block outputs, NaN excluded. Later blocks: their accumulator D <= D' (finite: the "
     "same lemmas with D as the changed addend; mono.inf: D = +Inf or -Inf with finite products "
     "gives that Inf; mono.nan: a NaN D gives NaN), so the order passes down the chain; the "
-    "final IEEE addition of c (accumulate = add) is non-decreasing in both arguments "
-    "(add.mono.u, add.mono.c) and keeps NaN (add.nan). A NaN on either side is outside the "
-    "claim.")
+    "final IEEE addition of c (accumulate = add) is non-decreasing in both arguments and keeps "
+    "NaN (add.nan): add.finite: a finite c and a non-NaN u give a non-NaN result; add.mono.u.*: "
+    "u -> u' one step up in the order of the non-NaN values (ord(u) <= ord(u') <= ord(u) + 1: "
+    "the next value, or the other zero) never lowers the result, for every finite c, proved case "
+    "by case (the cases, on the difference of the decoded exponents and for small differences "
+    "on the exponent of u, cover every input); the non-NaN values of a format are one "
+    "contiguous range of ord, so u <= u' is a chain of such steps through non-NaN values, each "
+    "result non-NaN (add.finite), and the order holds by transitivity; add.mono.c.* likewise "
+    "for c -> c' through finite values. A NaN on either side is outside the claim.")
 
 
 def _term_vars(t: "mma.Term") -> set[str]:
@@ -1179,7 +1185,8 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
             if t is None:
                 raise NotDecomposable(f"{tag}: group {gi}'s term is not a fused-sum term")
             gcut[t] = _group_cut(K, tag, gi, eg, gv, cut, term_le, fin,
-                                 lambda n: fp.fmt(fmt_of[n]).storage, pair_of, scale_names, lemmas)
+                                 lambda n: fp.fmt(fmt_of[n]).storage, pair_of, scale_names, lemmas,
+                                 ins.scale)
             cterms[t] = _sub_term(K, cterms[t], gcut[t]["pairs"])
             keys[t] = _sub(keys[t], gcut[t]["pairs"])
         # which inputs each term reads, and its static exponent range
@@ -1281,8 +1288,20 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
                 yv = BV(K, xv.w, False, _sub(xv.v, pr))
                 larger = (order(xv, f) <= order(yv, f)).v
             hyp = fx + fy + [larger]
-            lemmas.append(Lemma(f"{name}.same", "at one E, a larger addend aligns no lower",
-                                hyp + [inr(V), key <= V, keyy <= V, z3.Not(at(V) <= aty(V))]))
+            same = hyp + [inr(V), key <= V, keyy <= V, z3.Not(at(V) <= aty(V))]
+            sigs = gcut[t]["scale_sigs"] if kind == "group" else []
+            if sigs and all(x.w > 1 for x in sigs):
+                # a group term is |P| times the scales' significands (ue4m3: 4 bits each): the
+                # product is nonlinear, so the lemma is split by the significands' values
+                # (every pair, so the cases cover every input; each case is linear)
+                (xa, xb), wa, wb = sigs, sigs[0].w, sigs[1].w
+                for i in range(1 << wa):
+                    for j in range(1 << wb):
+                        lemmas.append(Lemma(f"{name}.same.s{i}.{j}", "at one E, a larger addend "
+                                            f"aligns no lower (scale significands {i} and {j})",
+                                            same + [xa.v == i, xb.v == j]))
+            else:
+                lemmas.append(Lemma(f"{name}.same", "at one E, a larger addend aligns no lower", same))
             g = (n_var - 1)
             lemmas.append(Lemma(f"{name}.gain.up", "an addend that raises E gains at least "
                                 "n - 1 units of the coarser alignment",
@@ -1361,15 +1380,22 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         bv = lambda x: BV(K, fdd.storage, False, x)
         cv = lambda x: BV(K, cc.w, False, x)
         fc_ = fin({str(cc.v)})
-        lemmas.append(Lemma("add.mono.u", "the final addition is non-decreasing in the chain",
-                            fc_ + [nn(bv(U)), nn(bv(U2)), (order(bv(U), ins.d) <= order(bv(U2), ins.d)).v,
-                                   nn(ga(U, cc.v)), nn(ga(U2, cc.v)),
-                                   (order(ga(U2, cc.v), ins.d) < order(ga(U, cc.v), ins.d)).v]))
-        lemmas.append(Lemma("add.mono.c", "the final addition is non-decreasing in c",
-                            fc_ + fin({str(cc.v)}, "p") + [nn(bv(U)),
-                                   (order(cv(cc.v), ins.c) <= order(cv(c2), ins.c)).v,
-                                   nn(ga(U, cc.v)), nn(ga(U, c2)),
-                                   (order(ga(U, c2), ins.d) < order(ga(U, cc.v), ins.d)).v]))
+        ex = lambda x, f: _lead_exp(fp.decode(f, x))
+        step = lambda o1, o2: z3.And(o1 <= o2, o2 <= o1 + 1)
+        fd_, fc2 = fp.fmt(ins.d), fp.fmt(ins.c)
+        lemmas.append(Lemma("add.finite", "a finite c and a non-NaN chain output give a non-NaN "
+                            "result", fc_ + [nn(bv(U)), z3.Not(nn(ga(U, cc.v)))]))
+        # u -> u' one step up in the order (or the other zero), every c, case by case
+        lemmas += _step_cases("add.mono.u", "the final addition is non-decreasing in the chain: "
+                              "one step of u", fc_ + [nn(bv(U)), nn(bv(U2)),
+                                                      step(order(bv(U), ins.d).v, order(bv(U2), ins.d).v),
+                                                      (order(ga(U2, cc.v), ins.d) < order(ga(U, cc.v), ins.d)).v],
+                              ex(bv(U), ins.d), ex(cv(cc.v), ins.c), fd_)
+        lemmas += _step_cases("add.mono.c", "the final addition is non-decreasing in c: one step "
+                              "of c", fc_ + fin({str(cc.v)}, "p") + [nn(bv(U)),
+                                   step(order(cv(cc.v), ins.c).v, order(cv(c2), ins.c).v),
+                                   (order(ga(U, c2), ins.d) < order(ga(U, cc.v), ins.d)).v],
+                              ex(cv(cc.v), ins.c), ex(bv(U), ins.d), fc2)
         lemmas.append(Lemma("add.nan", "a NaN chain output gives a NaN result",
                             fc_ + [fp.decode(ins.d, bv(U)).nan.v, nn(ga(U, cc.v))]))
     elif not st.out.v.eq(prev_out.v):
@@ -1377,7 +1403,43 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
     return lemmas
 
 
-def _group_cut(K, tag, gi, eg, gv, cut, term_le, fin, width, pair_of, scale_names, lemmas):
+def _lead_exp(u: "fp.Unpacked"):
+    """The exponent of the leading 1 of a decoded operand (floor(log2 |x|) when finite and
+    nonzero; emin - p for a zero), as a z3 term."""
+    from ..bits import clz
+    ew = u.exp.w + 2
+    return (u.exp.resize(ew) - clz(u.sig).resize(ew, True)).v
+
+
+def _step_cases(name: str, role: str, base: list, ex, ey, f) -> list[Lemma]:
+    """The lemma `base` (an IEEE addition's output does not drop over one step of its varying
+    operand x) split into cases that together cover every input, so that each case has
+    constant alignment and normalization shifts: d = e_x - e_y (exponents of the operands'
+    leading 1s, _lead_exp) for |d| <= D = p + 6, one case each, and d < -D, d > D (the smaller
+    operand is all sticky); for |d| <= 2 (where cancellation renormalizes) the low exponents
+    emin - p <= e_x < emin + p + 4 one case each (subnormal operands and results), e_x below
+    that range, and the rest. Bitwuzla answers each case in seconds where the whole lemma got
+    no answer in 520 s (f32)."""
+    import z3
+    w = max(ex.size(), ey.size()) + 2
+    x, y = z3.SignExt(w - ex.size(), ex), z3.SignExt(w - ey.size(), ey)
+    d = x - y
+    D = f.p + 6
+    lo, lo0 = f.emin + f.p + 4, f.emin - f.p
+    cases = [(f"{name}.d<-{D}", [d < -D]), (f"{name}.d>{D}", [d > D])]
+    for k in range(-D, D + 1):
+        if abs(k) > 2:
+            cases.append((f"{name}.d{k}", [d == k]))
+            continue
+        cases.append((f"{name}.d{k}.e<{lo0}", [d == k, x < lo0]))
+        cases += [(f"{name}.d{k}.e{e}", [d == k, x == e]) for e in range(lo0, lo)]
+        cases.append((f"{name}.d{k}.e>={lo}", [d == k, x >= lo]))
+    return [Lemma(n, f"{role} (case {n[len(name) + 1:]}: e_x - e_y and e_x as named)", base + c)
+            for n, c in cases]
+
+
+def _group_cut(K, tag, gi, eg, gv, cut, term_le, fin, width, pair_of, scale_names, lemmas,
+               fmt_s=None):
     """GST-FDPA group g: cut the group term at its exact sum P (GP_), its zero flag (GZ_, when
     it is "all G products zero" rather than "P = 0") and its all-negative-zero sign (GA_); Inf
     and NaN flags are false for finite inputs (mono.flags). Appends the per-product lemmas
@@ -1441,7 +1503,8 @@ def _group_cut(K, tag, gi, eg, gv, cut, term_le, fin, width, pair_of, scale_name
         larger += [z3.Implies(z3.And(GZ, z3.Not(GZp)), GPp != 0),
                    z3.Implies(z3.And(GZp, z3.Not(GZ)), GP != 0)]
     return {"pairs": pairs, "vars": {"GP_", "GZ_", "GA_"}, "inputs": inputs, "hyp": hyp,
-            "prime": prime, "larger": z3.And(*larger)}
+            "prime": prime, "larger": z3.And(*larger),
+            "scale_sigs": [fp.decode(fmt_s, s).sig for s in gv["scales"]] if fmt_s else []}
 
 
 def _rz_shift(x, d, w: int, ew: int):
