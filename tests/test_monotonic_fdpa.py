@@ -304,3 +304,37 @@ def test_a_stored_witness_transfers_to_a_neighbour():
     r1, r2 = (replay([m], w, ("int",))[m.label] for w in (w1, w2))
     assert value_lt(r2, r1, m.ins.d)
     assert monotonic_pair(m, budget=0) is None          # the searches alone find nothing at once
+
+
+# ---- the final IEEE addition, one step at a time, case by case ------------------------------
+
+FP8F32 = "sm90/mma.m16n8k16.f32.e4m3.e4m3.f32"      # two HMMA halves, then fp.add(u, c) in f32
+
+
+@pytest.fixture(scope="module")
+def add_lemmas():
+    lm = X.monotonic_lemmas_fdpa(X.structure(resolve(FP8F32)), P._ord, P._term_le)
+    return [x for x in lm if x.name.startswith("add.")]
+
+
+def test_the_addition_cases_cover_every_input(add_lemmas):
+    """The case constraints of add.mono.u (what each case adds to the common lemma) are
+    exhaustive: their disjunction is valid (z3: its negation is unsat)."""
+    import z3
+    u = [x for x in add_lemmas if x.name.startswith("add.mono.u.")]
+    names = {x.name for x in u}
+    assert {"add.mono.u.d<-30", "add.mono.u.d>30", "add.mono.u.d-30", "add.mono.u.d30",
+            "add.mono.u.d0.e-149", "add.mono.u.d0.e>=-98", "add.mono.u.d2.e<-150"} <= names
+    base = u[0].assertions
+    n = next(i for i in range(len(base)) if any(not x.assertions[i].eq(base[i]) for x in u))
+    cases = [z3.And(*x.assertions[n:]) for x in u]
+    s = z3.Solver()
+    s.add(z3.Not(z3.Or(*cases)))
+    assert s.check() == z3.unsat
+    assert {"add.finite", "add.nan"} <= {x.name for x in add_lemmas}
+
+
+@pytest.mark.parametrize("name", ["add.mono.u.d>30", "add.mono.u.d0.e-149", "add.mono.c.d<-30",
+                                  "add.finite"])
+def test_addition_cases_hold(add_lemmas, name):
+    assert _status(next(x for x in add_lemmas if x.name == name), 120) == "unsat"
