@@ -338,3 +338,13 @@ def test_the_addition_cases_cover_every_input(add_lemmas):
                                   "add.finite"])
 def test_addition_cases_hold(add_lemmas, name):
     assert _status(next(x for x in add_lemmas if x.name == name), 120) == "unsat"
+
+
+def test_a_later_blocks_flags_lemma_assumes_a_finite_accumulator():
+    """block1.flags of a two-block chain reads the cut accumulator D_ and holds (finite D_ and
+    products take the finite path); stated over the uncut inputs instead it dropped D_'s
+    finiteness and was satisfiable (a regression caught on the H100 host, 2026-11-27)."""
+    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(FP8F32)), P._ord,
+                                                     P._term_le) if x.name.endswith(".flags")}
+    assert "D_" in lm["block1.flags"].text
+    assert _status(lm["block1.flags"]) == "unsat"

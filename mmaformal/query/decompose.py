@@ -1327,7 +1327,9 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         G = _sub(out, [(S, Sv), (E, Ev), (N, Nv), (P, Pv), (Q, Qv), (Z, Zv)])
         if free_vars(G) - {"S_", "E_", "N_", "P_", "Q_", "Z_"}:
             raise NotDecomposable(f"{tag}: the output is not a function of (S, E, N, P, Q, Z)")
-        blk_vars = set().union(*(_term_vars(t) for t in terms))
+        # the block's inputs: each term's (after the D_ cut), a group term's products and scales
+        blk_vars = set().union(*((gcut[t]["inputs"] | _term_vars(ct)) if t in gcut else
+                                 _term_vars(ct) for t, ct in enumerate(cterms)))
         blk_vars = {_n for _n in blk_vars if _n in fmt_of}
         lemmas.append(Lemma(f"{tag}.flags", "finite inputs take the finite path",
                             fin(blk_vars) + [z3.Or(N, P, Q)]))
