@@ -22,6 +22,12 @@ from mmaformal import isa  # noqa: E402
 from mmaformal.query import prove  # noqa: E402
 
 
+
+def _pct(part: int, whole: int) -> str:
+    """part / whole in percent, rounded down to two decimals (never overstated: 6586 of 6655
+    is 98.96 %, not the 99.0 % one decimal would print)."""
+    return f"{part * 10000 // max(1, whole) / 100:.2f}%"
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--claims", default="symmetry,monotonic,bound")
@@ -66,7 +72,7 @@ def main(argv=None) -> int:
         dec = r["proved"] + r["refuted"]
         print(f"| {r['claim']} | {r['instructions']} | {r['groups']} | {r['proved']} | "
               f"{r['refuted']} | {r['undecided']} ({r['groups_undecided']} groups) | "
-              f"{dec / max(1, r['instructions']):.1%} |")
+              f"{_pct(dec, r['instructions'])} |")
     for r in rows:
         if r["not_applicable"]:
             print(f"\n{r['claim']}: not applicable: " +

@@ -13,7 +13,11 @@ Invariants:
   w <= 126 in __int128; wider values are refused (`Unsupported`; callers fall back to numpy).
 - Every plain operation checks for overflow exactly as the numpy back-end does; a lane that
   overflows makes `run` raise OverflowError (with the op's position in the trace).
-- Kernels are cached by the hash of their source, in $MMAFORMAL_CACHE or ~/.cache/mmaformal.
+- Kernels are cached by the hash of their source and optimisation level, in $MMAFORMAL_CACHE or
+  ~/.cache/mmaformal. The level is -O3 (-O1 for kernels of 4,000 lines or more), or
+  $MMAFORMAL_CC_OPT (-O0 -O1 -O2 -O3 -Os) for every kernel: the test suite takes -O1, which
+  compiles 2-4x faster on a cold cache and gives the same bits (the C is free of undefined
+  behaviour: -fwrapv, no strict aliasing).
   A caller that names what determines its trace (`compile_kernel(disk_key=...)`: e.g. the
   hash of the theory and of the source of the code it runs) finds the kernel of an earlier
   process through an index file there, without tracing again; that key also covers this
@@ -495,8 +499,23 @@ _LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}
 
 
+_OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os")
+
+
+def _opt_level(src: str) -> str:
+    """$MMAFORMAL_CC_OPT when it names a level, else -O3, or -O1 for a large kernel: gcc's -O3
+    time grows fast with function size (measured: 10.5k lines, -O3 52 s vs -O1 8 s; -O1 code
+    runs at ~80%)."""
+    env = os.environ.get("MMAFORMAL_CC_OPT", "")
+    if env in _OPT_LEVELS:
+        return env
+    return "-O3" if src.count("\n") < 4000 else "-O1"
+
+
 def _build(src: str, keep_source: bool = False) -> Any:
-    h = hashlib.sha256(src.encode()).hexdigest()[:24]
+    opt = _opt_level(src)
+    key = src if opt == ("-O3" if src.count("\n") < 4000 else "-O1") else f"/* {opt} */\n{src}"
+    h = hashlib.sha256(key.encode()).hexdigest()[:24]
     with _LOCK:
         if h in _LOADED:
             return _LOADED[h]
@@ -514,9 +533,6 @@ def _build(src: str, keep_source: bool = False) -> Any:
                 c = Path(tmp) / "k.c"
                 c.write_text(src)
                 out = Path(tmp) / "k.so"
-                # gcc's -O3 time grows fast with function size; large kernels take -O1
-                # (measured: 10.5k lines, -O3 52 s vs -O1 8 s; -O1 code runs at ~80%)
-                opt = "-O3" if src.count("\n") < 4000 else "-O1"
                 cmd = [cc, opt, "-march=native", "-fwrapv", "-fno-strict-aliasing", "-shared", "-fPIC", "-o", str(out), str(c)]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 if r.returncode != 0:
@@ -532,7 +548,9 @@ def _build(src: str, keep_source: bool = False) -> Any:
 
 def _index_file(disk_key: str, in_storage, out_storage, lanes: int) -> Path:
     here = Path(__file__).resolve().parent
-    head = f"{disk_key}|{list(in_storage)}|{list(out_storage)}|{lanes}|{available()[1]}"
+    opt = os.environ.get("MMAFORMAL_CC_OPT", "")
+    head = f"{disk_key}|{list(in_storage)}|{list(out_storage)}|{lanes}|{available()[1]}" + \
+        (f"|{opt}" if opt in _OPT_LEVELS else "")
     key = hashlib.sha256(head.encode() + _cache.files_key(
         [here / "compile.py", here / "bits.py", here / "_cache.py"]).encode()).hexdigest()
     return _cache_dir() / f"kidx_{key[:32]}.txt"

@@ -94,18 +94,36 @@ def test_pool(pool_results):
     assert sorted(r["job"] for r in lines) == sorted(j.id for j in _jobs())
 
 
-def test_ray_cluster_same_results(pool_results):
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
-        assert ray.cluster_resources().get("CPU") == 2
-        rs = C.run(_jobs(), ray="auto", bar=False)
-    finally:
-        ray.shutdown()
+# The Ray driver runs in a process of its own: ray.init leaves gRPC threads in the process that
+# called it (ray.shutdown does not stop them), and the tests after this one fork (the local pool,
+# the oracle's pool); a fork of a process with live gRPC threads can hang or crash the child.
+RAY_DRIVER = """
+import json, pickle, sys, ray
+from mmaformal.query import campaign as C
+ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+try:
+    cpus = ray.cluster_resources().get("CPU")
+    rs = C.run(pickle.load(open(sys.argv[1], "rb")), ray="auto", bar=False)
+finally:
+    ray.shutdown()
+print(json.dumps({"cpus": cpus, "driver": __import__("os").getpid(), "results": rs}))
+"""
+
+
+def test_ray_cluster_same_results(pool_results, tmp_path):
+    pytest.importorskip("ray")
+    import pickle
+    (tmp_path / "jobs.pkl").write_bytes(pickle.dumps(_jobs()))
+    p = subprocess.run([sys.executable, "-c", RAY_DRIVER, str(tmp_path / "jobs.pkl")], env=ENV,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["cpus"] == 2
+    rs = out["results"]
     assert _check(rs) == _check(pool_results[0])
-    # the lemma jobs ran in Ray worker processes, not in this one, each in its own
+    # the lemma jobs ran in Ray worker processes, not in the driver, each in its own
     pids = [r["pid"] for r in rs if r["job"].startswith("lemma/")]
-    assert os.getpid() not in pids and len(set(pids)) == len(pids)
+    assert out["driver"] not in pids and len(set(pids)) == len(pids)
 
 
 def test_solver_ignoring_its_timeout_is_killed():

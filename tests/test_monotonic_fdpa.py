@@ -306,6 +306,81 @@ def test_a_stored_witness_transfers_to_a_neighbour():
     assert monotonic_pair(m, budget=0) is None          # the searches alone find nothing at once
 
 
+def _sm90_fp8_f32(a, b, c, fa, fb):
+    """sm90 fp8 `mma` with f32 output, from its SASS (theories/sm90.toml): operands converted
+    exactly to f16; k with k mod 4 in {0, 1} feed the first HMMA (T-FDPA, F 25, RZ-FP32,
+    from +0), the rest the second, accumulating onto the first; then c is added (IEEE f32
+    RNE). Exact rationals (tests/oracles/exact.py), no mmaformal code."""
+    f16 = lambda fmt, x: O.round_to("f16", O._val(O.decode(fmt, x)), "RNE")
+    a16, b16 = [f16(fa, x) for x in a], [f16(fb, x) for x in b]
+    K = len(a)
+    order = [k for k in range(K) if k % 4 < 2] + [k for k in range(K) if k % 4 >= 2]
+    acc = 0
+    for half in (order[:K // 2], order[K // 2:]):
+        acc = O.t_fdpa([a16[k] for k in half], [b16[k] for k in half], acc, "f16", "f16", "f32",
+                       25, "RZ-FP32")
+    return O.ieee_add("f32", acc, c, "RNE")
+
+
+def test_oracle_replays_the_stored_chain_witnesses():
+    """The sm90 fp8 f32 groups are refuted by witness_search's chain family: the first HMMA's
+    output steps from pred(2^N) to 2^N, and the second HMMA, aligned one binade higher,
+    truncates its small products one bit coarser. Each stored pair, recomputed by the
+    exact-rational oracle, gives the stored outputs, the second smaller."""
+    recs = [json.loads(p.read_text()) for p in
+            (paths.shipped("counterexamples") / "monotonic").glob("sm90_mma.m16n8k*.f32.e*.f32-*.json")]
+    assert len(recs) == 8
+    for rec in recs:
+        fm = rec["formats"]
+        det = rec["tool"]["detail"]
+        outs = []
+        for inputs, want in ((rec["runs"][0]["inputs"], det["output"]), (det["witness2"], det["output2"])):
+            a, b = ([int(x, 16) for x in inputs[k]] for k in ("a", "b"))
+            got = _sm90_fp8_f32(a, b, int(inputs["c"], 16), fm["a"], fm["b"])
+            assert got == int(want, 16), (rec["runs"][0]["model"], hex(got), want)
+            outs.append(_val("f32", got))
+        assert outs[1] < outs[0]
+
+
+def test_the_chain_family_finds_what_the_others_miss():
+    """Family 4 of witness_search (a later block's accumulator steps up to a power of two)
+    refutes sm90's fp8 f32 `mma` at once; the other families, for the same time, do not."""
+    from mmaformal.query import witness_search as W
+    m = resolve(FP8F32)
+    rng = __import__("numpy").random.default_rng(1)
+    assert W._chain_candidates(m, rng, 8) is not None
+    assert W._chain_candidates(resolve("sm100/mma.m16n8k32.f16.e4m3.e4m3.f16"), rng, 8) is None
+    found = W.monotonic_pair(m, budget=30, batch=256)
+    assert found is not None and found[2] < m.k
+    w1, w2, _ = found
+    o1, o2 = (_sm90_fp8_f32(w.a, w.b, w.c, "e4m3", "e4m3") for w in (w1, w2))
+    assert _val("f32", o2) < _val("f32", o1)
+
+
+def test_oracle_replays_the_stored_subnormal_key_witnesses():
+    """gfx942's bf16 TR-FDPA groups are refuted by witness_search's family 5: a product steps
+    from (151/128)(217/128) 2^(v-1) = 2^v - 2^(v-15) to the smallest bf16 subnormal times
+    2^(v+133), whose key overstates its value by 7 binades; e_max jumps 8 binades and the
+    other products of the block, each just below the new unit, are truncated away. Each
+    stored pair, recomputed by the exact-rational oracle (blocks of L = 8 chained through
+    the accumulator), gives the stored outputs, the second smaller."""
+    recs = [json.loads(p.read_text()) for p in
+            (paths.shipped("counterexamples") / "monotonic").glob("gfx942_v_mfma_f32_*_bf16-*.json")]
+    assert len(recs) == 2
+    for rec in recs:
+        det = rec["tool"]["detail"]
+        outs = []
+        for inputs, want in ((rec["runs"][0]["inputs"], det["output"]), (det["witness2"], det["output2"])):
+            a, b = ([int(x, 16) for x in inputs[k]] for k in ("a", "b"))
+            acc = int(inputs["c"], 16)
+            for k0 in range(0, len(a), 8):
+                acc = O.tr_fdpa(a[k0:k0 + 8], b[k0:k0 + 8], acc, "bf16", "bf16", 24, 31)
+            assert acc == int(want, 16), (rec["runs"][0]["model"], hex(acc), want)
+            outs.append(_val("f32", acc))
+        assert outs[1] < outs[0]
+        assert any(int(x, 16) == 1 for x in det["witness2"]["a"])      # the subnormal operand
+
+
 # ---- the final IEEE addition, one step at a time, case by case ------------------------------
 
 FP8F32 = "sm90/mma.m16n8k16.f32.e4m3.e4m3.f32"      # two HMMA halves, then fp.add(u, c) in f32

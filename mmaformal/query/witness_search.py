@@ -10,6 +10,16 @@ where an alignment that truncates loses bits:
 2. a product steps across a power of two (a_k from the largest code below a power of two to
    that power, b_k a power of two): the same, driven by a product;
 3. one element of a random positive input steps to the next code;
+4. (chains of fused blocks) a later block's accumulator steps up to a power of two: in the
+   first block a product 2^N and a small negative product leave the block output one unit
+   below 2^N; the negative product rises to zero, the output reaches 2^N, and the next
+   block, whose fused sum is aligned at the accumulator's exponent, truncates its small
+   products one bit coarser (products that are odd multiples of the finer unit lose it);
+5. (fused sums whose A format has subnormals) a product steps onto an operand whose key
+   overstates it: from the largest product just below 2^v (two normal operands, key v - 1)
+   to the smallest subnormal times 2^(v - its value's exponent), whose key ea + eb is
+   v + t_a: e_max jumps t_a + 1 binades for a tiny gain, and the block's other products,
+   each just below the new alignment unit, are truncated to zero;
 0. (first, when the caller passes them) transferred witnesses: the stored monotonicity
    witnesses of other instructions with the same operand formats, their nonzero positions
    moved to every offset of this instruction's K (a pair that refutes one hypothesis often
@@ -113,6 +123,121 @@ def _candidates(m: Model, rng: np.random.Generator, n: int, family: int):
     return (sh(a, fa), sh(b, fb), sh(c, fc), sh(a2, fa), sh(b2, fb), sh(c2, fc), sel)
 
 
+def _chain_candidates(m: Model, rng: np.random.Generator, n: int):
+    """Family 4 (module docstring): FDPA chains of at least two blocks, else None. The
+    first block's output steps from pred(2^N) to 2^N in its output format; the second
+    block's products are u = 2^(N - 1 - F) or 3u (odd multiples of the unit they have while
+    the accumulator's exponent is N - 1), and every other input is zero."""
+    th = m.theory
+    K, L = m.k, th.L
+    F = th.param_dict.get("F")
+    if th.model != "fdpa" or not L or L >= K or not isinstance(F, int) or m.ins.scale:
+        return None
+    fa, fb, fc = (fp.fmt(x) for x in (m.ins.a, m.ins.b, m.ins.c))
+    rho = th.param_dict.get("rho")
+    t_out = fp.fmt(m.ins.d).t
+    if isinstance(rho, str):
+        from .. import mma
+        t_out = mma.rho_of(rho)[2].t
+    lo = fa.emin + fb.emin + max(F, t_out) + 1      # every product below stays normal
+    hi = fa.emax + fb.emax - 1
+    if lo > hi or fa.t < 1:
+        return None
+    from ..theory import _k_order
+    pos = _k_order(th.k_order, K) or list(range(K))
+    blk0, blk1 = pos[:L], pos[L:2 * L]
+    N = rng.integers(lo, hi + 1, n)
+
+    def prod(e, mant_a):
+        """codes (a, b) of the product 2^e (mant_a: a's trailing bits, 0 or 1.5's)."""
+        ea = np.clip(e // 2, fa.emin, fa.emax)
+        ea = np.clip(np.maximum(ea, e - fb.emax), fa.emin, fa.emax)
+        eb = np.clip(e - ea, fb.emin, fb.emax)
+        return _code(fa, ea, mant_a), _code(fb, eb, np.zeros_like(e))
+
+    z = np.zeros(n, np.int64)
+    a = np.zeros((n, K), dtype=object)
+    b = np.zeros((n, K), dtype=object)
+    half = np.full(n, 1 << (fa.t - 1), np.int64)
+    a[:, blk0[0]], b[:, blk0[0]] = prod(N, z)
+    # the deficit: one unit of the output format's binade below 2^N (or a little more)
+    q1 = blk0[1]
+    dm = rng.integers(0, 2, n)
+    ta, tb = prod(N - 1 - t_out - dm, z)
+    a[:, q1], b[:, q1] = ta | (fa.sign_bit if fa.signed else 0), tb
+    a2, b2 = a.copy(), b.copy()
+    a2[:, q1] = 0                                   # -deficit -> +0: the addend increases
+    unit = N - 1 - F
+    for k in blk1:
+        three = rng.random(n) < 0.3
+        used = rng.random(n) < 0.9
+        pa, pb = prod(unit + three, np.where(three, half, 0))     # u or 1.5 * 2u = 3u
+        a[:, k] = a2[:, k] = np.where(used, pa, 0)
+        b[:, k] = b2[:, k] = np.where(used, pb, 0)
+    c = np.zeros(n, dtype=object)
+    sel = np.full(n, q1)
+    sh = lambda x, f: np.asarray(x, dtype=object) << f.pad
+    return (sh(a, fa), sh(b, fb), sh(c, fc), sh(a2, fa), sh(b2, fb), sh(c.copy(), fc), sel)
+
+
+def _below_pow2(fa: fp.Format, fb: fp.Format) -> tuple[int, int]:
+    """Integer significands (f1, f2) of a and b (leading bits included) whose product is the
+    largest below 2^(t_a + t_b + 1): the closest a product of normals comes to a power of
+    two from below."""
+    lim = 1 << (fa.t + fb.t + 1)
+    f1 = np.arange(1 << fa.t, 1 << (fa.t + 1), dtype=np.int64)
+    f2 = np.clip((lim - 1) // f1, 1 << fb.t, (1 << (fb.t + 1)) - 1)
+    pr = np.where(f1 * f2 < lim, f1 * f2, 0)
+    i = int(np.argmax(pr))
+    return int(f1[i]), int(f2[i])
+
+
+def _subnormal_key_candidates(m: Model, rng: np.random.Generator, n: int):
+    """Family 5 (module docstring): fused sums (model fdpa, an int F) whose A format has
+    subnormals, else None. The stepping product is the first of the first block; the others
+    sit in the same fused sum (GTR-FDPA: the same even/odd group); everything else is zero."""
+    th = m.theory
+    F = th.param_dict.get("F")
+    fa, fb, fc = (fp.fmt(x) for x in (m.ins.a, m.ins.b, m.ins.c))
+    if (th.model != "fdpa" or not isinstance(F, int) or m.ins.scale or not fa.subnormals
+            or fa.t < 1 or fa.t > 16 or fb.t > 16 or F < fa.t + fb.t):
+        return None
+    K = m.k
+    L = th.L if th.L and th.L < K else K
+    from ..theory import _k_order
+    pos = (_k_order(th.k_order, K) or list(range(K)))[:L]
+    k0 = pos[0]
+    others = pos[2::2] if th.op == "gtr_fdpa" else pos[1:]
+    ta = fa.t
+    lo = fa.emin + fb.emin + F + 1 - ta                   # the others' exponents stay normal
+    hi = min(fb.emax + fa.emin - ta, fa.emax + fb.emax)
+    if lo > hi:
+        return None
+    v = rng.integers(lo, hi + 1, n)
+    f1, f2 = _below_pow2(fa, fb)
+    def pair(e, ma, mb):
+        """codes (a, b) of normals with exponents summing to e (a's as near e / 2 as fits)."""
+        ea = np.clip(np.maximum(e // 2, e - fb.emax), fa.emin, fa.emax)
+        return _code(fa, ea, ma), _code(fb, e - ea, mb)
+
+    a = np.zeros((n, K), dtype=object)
+    b = np.zeros((n, K), dtype=object)
+    full = lambda x: np.full(n, x, np.int64)
+    a[:, k0], b[:, k0] = pair(v - 1, full(f1 - (1 << ta)), full(f2 - (1 << fb.t)))
+    a2, b2 = a.copy(), b.copy()
+    a2[:, k0] = 1                                        # the smallest subnormal, key emin
+    b2[:, k0] = _code(fb, v - fa.emin + ta, full(0))
+    for k in others:                                     # just below the new unit 2^(v + t_a - F)
+        used = rng.random(n) < 0.9
+        pa, pb = pair(v + ta - F - 1, full((1 << ta) - 1), full(0))
+        a[:, k] = a2[:, k] = np.where(used, pa, 0)
+        b[:, k] = b2[:, k] = np.where(used, pb, 0)
+    c = np.zeros(n, dtype=object)
+    sh = lambda x, f: np.asarray(x, dtype=object) << f.pad
+    return (sh(a, fa), sh(b, fb), sh(c, fc), sh(a2, fa), sh(b2, fb), sh(c.copy(), fc),
+            np.full(n, k0))
+
+
 def _transferred(m: Model, transfer):
     """Candidate arrays from stored witness pairs (x, y): raw a, b lists and c of this
     instruction's formats; every pair with its nonzero positions at every offset mod K."""
@@ -156,9 +281,11 @@ def monotonic_pair(m: Model, budget: float = 10.0, batch: int = 512, seed: int =
             a, b, c, a2, b2, c2, sel = first
             first = None
         else:
-            fam = round_ % 3
+            fam = round_ % 5
             round_ += 1
-            a, b, c, a2, b2, c2, sel = _candidates(m, rng, batch, fam)
+            got = (_chain_candidates(m, rng, batch) if fam == 3 else
+                   _subnormal_key_candidates(m, rng, batch) if fam == 4 else None)
+            a, b, c, a2, b2, c2, sel = got or _candidates(m, rng, batch, fam % 3)
         n = len(c)
         sa = np.full((n, m.nscale), _one(ins.scale), dtype=np.uint8) if ins.scale else None
         x = Batch(a.astype(dt(ins.a)), b.astype(dt(ins.b)), c.astype(dt(ins.c)), sa, sa)
