@@ -161,6 +161,40 @@ def test_kernel_disk_index_skips_tracing(tmp_path, monkeypatch):
     assert traced == [1, 1]                                  # another key traces
 
 
+def test_kernel_optimisation_level(tmp_path, monkeypatch):
+    """MMAFORMAL_CC_OPT (the suite sets -O1) picks the level of every kernel and is part of
+    the cache key, so a -O1 build is never taken for the default one; an unknown value is
+    ignored (-O3, or -O1 for 4,000 lines and more)."""
+    ok, _ = C.available()
+    if not ok:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("MMAFORMAL_CACHE", str(tmp_path))
+    small, big = "x\n" * 10, "x\n" * 5000
+    monkeypatch.delenv("MMAFORMAL_CC_OPT", raising=False)
+    assert (C._opt_level(small), C._opt_level(big)) == ("-O3", "-O1")
+    idx_default = C._index_file("test|k", [16], [32], 8)
+    monkeypatch.setenv("MMAFORMAL_CC_OPT", "-O9")
+    assert (C._opt_level(small), C._opt_level(big)) == ("-O3", "-O1")
+    assert C._index_file("test|k", [16], [32], 8) == idx_default
+    monkeypatch.setenv("MMAFORMAL_CC_OPT", "-O1")
+    assert (C._opt_level(small), C._opt_level(big)) == ("-O1", "-O1")
+    assert C._index_file("test|k", [16], [32], 8) != idx_default
+
+    def fn(K, x, y):
+        return K.add(K.resize(x, 17, False), K.resize(y, 17, False))
+
+    x = np.arange(300, dtype=np.uint16)
+    outs = []
+    for level in ("-O1", "-O3"):
+        monkeypatch.setenv("MMAFORMAL_CC_OPT", level)
+        C._LOADED.clear()
+        k = C.compile_kernel(fn, [16, 16], [32], disk_key=f"test|opt{level}")
+        outs.append(k(x, x)[0])
+    assert np.array_equal(outs[0], outs[1])                    # the same bits at both levels
+    assert np.array_equal(outs[0], 2 * x.astype(np.uint32))
+    assert len(list(tmp_path.glob("k_*.so"))) == 2            # one build per level
+
+
 def test_cli_simulate_same_bits_with_and_without_caches(tmp_path):
     p = _tiles(tmp_path, tiles=600)                          # > COMPILE_MIN lanes: the kernel
     outs = []
