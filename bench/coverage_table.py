@@ -22,11 +22,11 @@ from mmaformal import isa  # noqa: E402
 from mmaformal.query import prove  # noqa: E402
 
 
-
 def _pct(part: int, whole: int) -> str:
     """part / whole in percent, rounded down to two decimals (never overstated: 6586 of 6655
     is 98.96 %, not the 99.0 % one decimal would print)."""
     return f"{part * 10000 // max(1, whole) / 100:.2f}%"
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -16,8 +16,9 @@ Invariants:
 - Kernels are cached by the hash of their source and optimisation level, in $MMAFORMAL_CACHE or
   ~/.cache/mmaformal. The level is -O3 (-O1 for kernels of 4,000 lines or more), or
   $MMAFORMAL_CC_OPT (-O0 -O1 -O2 -O3 -Os) for every kernel: the test suite takes -O1, which
-  compiles 2-4x faster on a cold cache and gives the same bits (the C is free of undefined
-  behaviour: -fwrapv, no strict aliasing).
+  compiled kernels of 1,500-5,500 lines 1.8-4.6x faster than -O3 (2-CPU development machine,
+  2026-11-27) and gives the same bits (the C is free of undefined behaviour: -fwrapv, no
+  strict aliasing).
   A caller that names what determines its trace (`compile_kernel(disk_key=...)`: e.g. the
   hash of the theory and of the source of the code it runs) finds the kernel of an earlier
   process through an index file there, without tracing again; that key also covers this
@@ -502,19 +503,25 @@ _LOADED: dict[str, Any] = {}
 _OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os")
 
 
-def _opt_level(src: str) -> str:
-    """$MMAFORMAL_CC_OPT when it names a level, else -O3, or -O1 for a large kernel: gcc's -O3
-    time grows fast with function size (measured: 10.5k lines, -O3 52 s vs -O1 8 s; -O1 code
-    runs at ~80%)."""
-    env = os.environ.get("MMAFORMAL_CC_OPT", "")
-    if env in _OPT_LEVELS:
-        return env
+def _default_level(src: str) -> str:
+    """-O3, or -O1 for a large kernel: gcc's -O3 time grows fast with function size
+    (measured: 10.5k lines, -O3 52 s vs -O1 8 s; -O1 code runs at ~80%)."""
     return "-O3" if src.count("\n") < 4000 else "-O1"
+
+
+def _env_level() -> str:
+    """$MMAFORMAL_CC_OPT when it names a level, else ""."""
+    env = os.environ.get("MMAFORMAL_CC_OPT", "")
+    return env if env in _OPT_LEVELS else ""
+
+
+def _opt_level(src: str) -> str:
+    return _env_level() or _default_level(src)
 
 
 def _build(src: str, keep_source: bool = False) -> Any:
     opt = _opt_level(src)
-    key = src if opt == ("-O3" if src.count("\n") < 4000 else "-O1") else f"/* {opt} */\n{src}"
+    key = src if opt == _default_level(src) else f"/* {opt} */\n{src}"
     h = hashlib.sha256(key.encode()).hexdigest()[:24]
     with _LOCK:
         if h in _LOADED:
@@ -548,9 +555,9 @@ def _build(src: str, keep_source: bool = False) -> Any:
 
 def _index_file(disk_key: str, in_storage, out_storage, lanes: int) -> Path:
     here = Path(__file__).resolve().parent
-    opt = os.environ.get("MMAFORMAL_CC_OPT", "")
+    opt = _env_level()
     head = f"{disk_key}|{list(in_storage)}|{list(out_storage)}|{lanes}|{available()[1]}" + \
-        (f"|{opt}" if opt in _OPT_LEVELS else "")
+        (f"|{opt}" if opt else "")
     key = hashlib.sha256(head.encode() + _cache.files_key(
         [here / "compile.py", here / "bits.py", here / "_cache.py"]).encode()).hexdigest()
     return _cache_dir() / f"kidx_{key[:32]}.txt"

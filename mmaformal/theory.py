@@ -265,6 +265,11 @@ class Theory:
         _check_fit(self, ins)
         return dataclasses.replace(self, instr=ins)
 
+    def k_positions(self, kdim: int) -> list[int]:
+        """The k of each position of the chain (k_order): blocks of L take consecutive
+        positions, so block j sums the products of k in k_positions(K)[j L:(j + 1) L]."""
+        return _k_order(self.k_order, kdim) or list(range(kdim))
+
     def _formats(self) -> tuple[str, str]:
         ins = self._bound()
         return (self.convert or ins.a), (self.convert or ins.b)

@@ -15,8 +15,8 @@
 - `oracle_map` spreads oracle calls over a second core (fork; MMAFORMAL_TEST_PROCS=1 turns
   it off). Results do not depend on it.
 - Compiled kernels are built at -O1 (MMAFORMAL_CC_OPT, unless the caller set it): on a cold
-  kernel cache (a fresh CI machine) the suite compiles a few hundred kernels, 2-4x faster
-  than at the -O3 users get; the bits are the same (mmaformal.compile).
+  kernel cache (a fresh CI machine) the suite compiles a few hundred kernels, 1.8-4.6x
+  faster than at the -O3 users get; the bits are the same (mmaformal.compile).
 
 Test modules import the helpers with `from conftest import ...` (tests/ is on sys.path, as for
 `from oracles import exact`).

@@ -344,7 +344,8 @@ def test_oracle_replays_the_stored_chain_witnesses():
 
 def test_the_chain_family_finds_what_the_others_miss():
     """Family 4 of witness_search (a later block's accumulator steps up to a power of two)
-    refutes sm90's fp8 f32 `mma` at once; the other families, for the same time, do not."""
+    applies to a chain of blocks and not to one fused block; the search finds a pair for
+    sm90's fp8 f32 `mma` whose decrease the exact-rational oracle confirms."""
     from mmaformal.query import witness_search as W
     m = resolve(FP8F32)
     rng = __import__("numpy").random.default_rng(1)

@@ -33,8 +33,8 @@ first pair whose outputs decrease (as real numbers, NaN outputs excluded) is ret
 Invariant: a result is a candidate, not a verdict: the caller replays it on every back-end
 before it is reported or stored (prove.prove_monotonic does), so a wrong search can only miss.
 
-May import: numpy, mmaformal.fp, mmaformal.query.model and .pool (numpy lanes over the one
-definition, Model.dot).
+May import: numpy, mmaformal.fp, mmaformal.mma (the output format of rho), mmaformal.query.model
+and .pool (numpy lanes over the one definition, Model.dot).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from .. import fp
+from .. import fp, mma
 from .model import Model, _one
 from .pool import _UINT, Batch, evaluate
 
@@ -119,8 +119,20 @@ def _candidates(m: Model, rng: np.random.Generator, n: int, family: int):
                 sel[i] = w - K
             else:
                 c2[i] = min(c[i] + 1, fc.max_code)
+    return _packed(fa, fb, fc, a, b, c, a2, b2, c2, sel)
+
+
+def _packed(fa, fb, fc, a, b, c, a2, b2, c2, sel):
+    """A candidate batch: codes moved to their storage position (f.pad), as object arrays."""
     sh = lambda x, f: np.asarray(x, dtype=object) << f.pad
     return (sh(a, fa), sh(b, fb), sh(c, fc), sh(a2, fa), sh(b2, fb), sh(c2, fc), sel)
+
+
+def _normal_pair(fa: fp.Format, fb: fp.Format, e: np.ndarray, ma, mb):
+    """Codes (a, b) of normals whose exponents sum to e (a's as near e / 2 as fits), with
+    trailing bits ma, mb."""
+    ea = np.clip(np.maximum(e // 2, e - fb.emax), fa.emin, fa.emax)
+    return _code(fa, ea, ma), _code(fb, e - ea, mb)
 
 
 def _chain_candidates(m: Model, rng: np.random.Generator, n: int):
@@ -135,26 +147,16 @@ def _chain_candidates(m: Model, rng: np.random.Generator, n: int):
         return None
     fa, fb, fc = (fp.fmt(x) for x in (m.ins.a, m.ins.b, m.ins.c))
     rho = th.param_dict.get("rho")
-    t_out = fp.fmt(m.ins.d).t
-    if isinstance(rho, str):
-        from .. import mma
-        t_out = mma.rho_of(rho)[2].t
+    t_out = mma.rho_of(rho)[2].t if isinstance(rho, str) else fp.fmt(m.ins.d).t
     lo = fa.emin + fb.emin + max(F, t_out) + 1      # every product below stays normal
     hi = fa.emax + fb.emax - 1
     if lo > hi or fa.t < 1:
         return None
-    from ..theory import _k_order
-    pos = _k_order(th.k_order, K) or list(range(K))
+    pos = th.k_positions(K)
     blk0, blk1 = pos[:L], pos[L:2 * L]
     N = rng.integers(lo, hi + 1, n)
-
-    def prod(e, mant_a):
-        """codes (a, b) of the product 2^e (mant_a: a's trailing bits, 0 or 1.5's)."""
-        ea = np.clip(e // 2, fa.emin, fa.emax)
-        ea = np.clip(np.maximum(ea, e - fb.emax), fa.emin, fa.emax)
-        eb = np.clip(e - ea, fb.emin, fb.emax)
-        return _code(fa, ea, mant_a), _code(fb, eb, np.zeros_like(e))
-
+    # the product 2^e (a's trailing bits: 0, or 1.5's)
+    prod = lambda e, mant_a: _normal_pair(fa, fb, e, mant_a, np.zeros_like(e))
     z = np.zeros(n, np.int64)
     a = np.zeros((n, K), dtype=object)
     b = np.zeros((n, K), dtype=object)
@@ -175,9 +177,7 @@ def _chain_candidates(m: Model, rng: np.random.Generator, n: int):
         a[:, k] = a2[:, k] = np.where(used, pa, 0)
         b[:, k] = b2[:, k] = np.where(used, pb, 0)
     c = np.zeros(n, dtype=object)
-    sel = np.full(n, q1)
-    sh = lambda x, f: np.asarray(x, dtype=object) << f.pad
-    return (sh(a, fa), sh(b, fb), sh(c, fc), sh(a2, fa), sh(b2, fb), sh(c.copy(), fc), sel)
+    return _packed(fa, fb, fc, a, b, c, a2, b2, c.copy(), np.full(n, q1))
 
 
 def _below_pow2(fa: fp.Format, fb: fp.Format) -> tuple[int, int]:
@@ -204,8 +204,7 @@ def _subnormal_key_candidates(m: Model, rng: np.random.Generator, n: int):
         return None
     K = m.k
     L = th.L if th.L and th.L < K else K
-    from ..theory import _k_order
-    pos = (_k_order(th.k_order, K) or list(range(K)))[:L]
+    pos = th.k_positions(K)[:L]
     k0 = pos[0]
     others = pos[2::2] if th.op == "gtr_fdpa" else pos[1:]
     ta = fa.t
@@ -215,11 +214,7 @@ def _subnormal_key_candidates(m: Model, rng: np.random.Generator, n: int):
         return None
     v = rng.integers(lo, hi + 1, n)
     f1, f2 = _below_pow2(fa, fb)
-    def pair(e, ma, mb):
-        """codes (a, b) of normals with exponents summing to e (a's as near e / 2 as fits)."""
-        ea = np.clip(np.maximum(e // 2, e - fb.emax), fa.emin, fa.emax)
-        return _code(fa, ea, ma), _code(fb, e - ea, mb)
-
+    pair = lambda e, ma, mb: _normal_pair(fa, fb, e, ma, mb)
     a = np.zeros((n, K), dtype=object)
     b = np.zeros((n, K), dtype=object)
     full = lambda x: np.full(n, x, np.int64)
@@ -233,9 +228,7 @@ def _subnormal_key_candidates(m: Model, rng: np.random.Generator, n: int):
         a[:, k] = a2[:, k] = np.where(used, pa, 0)
         b[:, k] = b2[:, k] = np.where(used, pb, 0)
     c = np.zeros(n, dtype=object)
-    sh = lambda x, f: np.asarray(x, dtype=object) << f.pad
-    return (sh(a, fa), sh(b, fb), sh(c, fc), sh(a2, fa), sh(b2, fb), sh(c.copy(), fc),
-            np.full(n, k0))
+    return _packed(fa, fb, fc, a, b, c, a2, b2, c.copy(), np.full(n, k0))
 
 
 def _transferred(m: Model, transfer):
