@@ -1,4 +1,4 @@
-"""Monotonicity of T-FDPA chains piece by piece (query.decompose.monotonic_lemmas_fdpa): the
+"""Monotonicity of T-FDPA chains (and of one TR-FDPA block) piece by piece (query.decompose.monotonic_lemmas_fdpa): the
 lemma set of a fused block, the lemmas that carry the proof solved here, the lemmas that must
 fail where the arithmetic is not monotone (f16 x f16 products: a subnormal operand raises the
 alignment exponent with a tiny gain), the reversed output lemma (the twin), the stored records
@@ -424,3 +424,106 @@ def test_a_later_blocks_flags_lemma_assumes_a_finite_accumulator():
                                                      P._term_le) if x.name.endswith(".flags")}
     assert "D_" in lm["block1.flags"].text
     assert _status(lm["block1.flags"]) == "unsat"
+
+
+# ---- one TR-FDPA block (CDNA3 bf16, K = 4): c is added after the fused sum ------------------
+
+TR4 = "gfx942/v_mfma_f32_16x16x4_4b_bf16"         # gfx942.bf16: TR-FDPA, F 24, F2 31, one block
+TR8 = "gfx942/v_mfma_f32_32x32x8_bf16"            # K = 8: refuted (subnormal-key witness)
+
+
+@pytest.fixture(scope="module")
+def tr_lemmas():
+    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(TR4)), P._ord,
+                                                          P._term_le)}
+
+
+def test_tr_lemma_set(tr_lemmas):
+    names = set(tr_lemmas)
+    for t in range(4):                          # the products only: c is not a fused-sum term
+        for part in ("range", "coarsen", "same", "gain.up", "gain.down", "lead"):
+            assert f"block0.t{t}.{part}" in names
+    assert "block0.t4.range" not in names
+    assert {f"block0.bnd.{k}" for k in ("emax", "emlow", "tailE", "tailT", "tailc", "tailsum")} <= names
+    assert {f"block0.tr.{k}" for k in ("E", "cexact", "cgap", "nan", "special", "flags.c",
+                                       "flags.p3", "zero")} <= names
+    assert "block0.flags" not in names          # finite bf16 inputs can overflow a product
+    outs = sorted(int(n.rsplit(".d", 1)[1]) for n in names if ".out.d" in n)
+    assert outs == list(range(-506, 507))       # E in [-252, 254]: bf16 product keys
+
+
+@pytest.mark.parametrize("name", ["block0.t0.gain.up", "block0.t0.lead", "block0.tr.E",
+                                  "block0.tr.cexact", "block0.tr.cgap", "block0.tr.nan",
+                                  "block0.tr.special", "block0.tr.flags.c", "block0.tr.flags.p0",
+                                  "block0.tr.zero", "block0.out.d300"])
+def test_the_tr_lemmas_hold(tr_lemmas, name):
+    assert _status(tr_lemmas[name]) == "unsat"
+
+
+def test_the_tr_gain_lemma_asks_for_c_too(tr_lemmas):
+    """gain.up asks n units (the other products and c can each lose one), not n - 1: at K = 8
+    the subnormal-key step gains 4 units where 8 are asked, and the lemma is satisfiable."""
+    assert "at least n units" in tr_lemmas["block0.t0.gain.up"].role
+    lm8 = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(TR8)), P._ord,
+                                                      P._term_le)}
+    assert _status(lm8["block0.t0.gain.up"]) == "sat"
+
+
+def test_the_tr_gain_down_lemma_fails_for_f16_products():
+    """gfx942's f16 K = 4 group is refuted (a product's key drops by 9 binades and a negative
+    product that the coarser alignment had truncated to zero comes back): its gain.down
+    lemma is satisfiable, so the decomposition cannot prove it."""
+    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(
+        X.structure(resolve("gfx942/v_mfma_f32_16x16x4_4b_f16")), P._ord, P._term_le)}
+    assert _status(lm["block0.t0.gain.down"]) == "sat"
+
+
+def test_the_reversed_tr_output_lemma_is_satisfiable():
+    rev = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(TR4)), P._ord,
+                                                      P._term_le, reverse=True)}
+    assert _status(rev["block0.out.d300"]) == "sat"
+
+
+def _bf16(rng):
+    """A finite bf16, often subnormal or near a power of two (where keys and alignments move)."""
+    kind = rng.randrange(4)
+    s = rng.getrandbits(1) << 15
+    if kind == 0:
+        return s | rng.randrange(1, 128)                              # subnormal
+    if kind == 1:
+        return s | (rng.randrange(1, 255) << 7) | rng.choice([0, 127, 126, 1])
+    return s | (rng.randrange(100, 155) << 7) | rng.getrandbits(7)
+
+
+def test_oracle_random_increases_never_lower_the_tr_output():
+    """TR-FDPA bf16, K = 4 (F 24, F2 31), recomputed by the exact-rational oracle: random pairs
+    that raise one product or c (subnormal operands, mixed signs) never lower the output."""
+    rng = random.Random(5)
+    val = lambda f, x: _val(f, x)
+    checked = 0
+    for _ in range(600):
+        a = [_bf16(rng) for _ in range(4)]
+        b = [_bf16(rng) for _ in range(4)]
+        c = rng.choice([0, 0x80000000, rng.getrandbits(32) & 0x7F7FFFFF,
+                        (rng.getrandbits(1) << 31) | (rng.randrange(1, 60) << 23) | rng.getrandbits(23)])
+        k = rng.randrange(5)
+        a2, b2, c2 = list(a), list(b), c
+        if k < 4:
+            a2[k], b2[k] = _bf16(rng), _bf16(rng)
+            grows = val("bf16", a2[k]) * val("bf16", b2[k]) > val("bf16", a[k]) * val("bf16", b[k])
+        else:
+            c2 = (c + rng.choice([1, -1, 1 << 20])) & 0xFFFFFFFF
+            if val("f32", c2) is None:
+                continue
+            grows = val("f32", c2) > val("f32", c)
+        if not grows:
+            a, a2, b, b2, c, c2 = a2, a, b2, b, c2, c
+            if (a, b, c) == (a2, b2, c2):
+                continue
+        d1, d2 = (O.tr_fdpa(x, y, z, "bf16", "bf16", 24, 31) for x, y, z in ((a, b, c), (a2, b2, c2)))
+        v1, v2 = (None if d == O.NAN else _val("f32", d) for d in (d1, d2))
+        if v1 is None or v2 is None:
+            continue
+        checked += 1
+        assert v2 >= v1, (a, b, c, a2, b2, c2)
+    assert checked > 450

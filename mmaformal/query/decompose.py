@@ -62,7 +62,12 @@ shift each, which the solver takes in seconds where the symbolic shift did not f
 accumulator, NaN and Inf lemmas for later blocks and the final addition (COMBINATION_MONOTONIC_FDPA).
 GST-FDPA group terms are cut at their exact fixed-point sum first (_group_cut: per-product
 mono/zero/range lemmas, the sum identity, the zero flag), and the final IEEE addition is proved
-one step of its varying operand at a time, case by case (_step_cases).
+one step of its varying operand at a time, case by case (_step_cases). One TR-FDPA block
+(CDNA3, c outside the fused sum) is cut at (T, em) as for the bound: the products' fused-sum
+lemmas with gain.up asking n units (a product that raises e_max also pays for c, rounded
+down at the coarser E) and t.lead, the bound's tail lemmas, and tr.* (E = max(em, e_c), c
+exact at its own exponent, the gap between c and a c' of larger exponent, the Inf/NaN flags)
+with out.d<d> for the RNE-FP32 conversion (_tr_monotonic_tail, COMBINATION_MONOTONIC_TR).
 Where the arithmetic is not monotone (f16 x f16 products, whose key ea + eb overstates a
 subnormal product), mono.gain is satisfiable and the claim goes to the monolithic query.
 
@@ -1112,6 +1117,41 @@ COMBINATION_MONOTONIC_FDPA = (
     "for c -> c' through finite values. A NaN on either side is outside the claim.")
 
 
+COMBINATION_MONOTONIC_TR = (
+    "one TR-FDPA block (seed 002 Algorithm 10, K <= L): the fused sum of the n products only, "
+    "T at em (value T 2^(em-F), F fraction bits), then the tail at E: Tp = T rounded down to "
+    "units 2^(E-F2), sc = c rounded down to units 2^(E-F), S = Tp + sc 2^(F2-F), output "
+    "rho(S 2^(E-F2)) unless a flag is raised. The fused-sum lemmas are those of T-FDPA over "
+    "the products (mono.range, coarsen, same, gain.down with n - 1 units; here gain.up asks n "
+    "units, and t.lead: a nonzero term aligned at its own key is not zero). Two inputs x, y "
+    "that differ in product j: (i) em_x = em_y: T_x <= T_y; (ii) em_x < em_y, d = em_y - "
+    "em_x: T_y 2^d - T_x >= n 2^d - (n-1)(2^d - 1) >= 2^d, i.e. val(T_y) >= val(T_x) + "
+    "2^(em_y-F); when every product of x is zero (em_x below every key) T_x = 0 and, by same "
+    "and t.lead, T_y >= 1, the same inequality; (iii) em_x > em_y: val(T_y) >= val(T_x). "
+    "The tail: bnd.emax, bnd.emlow, bnd.tailE and tr.E give E = max(em, e_c) (E = em for a "
+    "zero c) in the range of bnd.tailT and bnd.tailc, which make Tp 2^(E-F2) = floor of "
+    "val(T) to units 2^(E-F2) (exact when E = em) and sc 2^(E-F) = floor of c to units "
+    "2^(E-F) (0 for a zero c) at every such E; tr.cexact: c is a multiple of 2^(e_c-F); "
+    "bnd.tailsum: S = Tp + sc 2^(F2-F) without wrap-around, |S| < smax. A floor to a unit is "
+    "non-decreasing in its argument and, at a finer unit, is never smaller. Let V = S "
+    "2^(E-F2). (i) one E: V_x <= V_y. (ii) if E_y = em_y: V_y = val(T_y) + floor_y(c) > "
+    "val(T_y) + c - 2^(em_y-F) >= val(T_x) + c >= V_x; else E_x = E_y = e_c and Tp is "
+    "monotone. (iii) E_x = E_y, or E_x = em_x > E_y: V_x = val(T_x) + floor_x(c), val(T_x) "
+    "is a multiple of 2^(em_x-F), itself a multiple of 2^(E_y-F2), so val(T_x) <= floor of "
+    "val(T_y) at E_y, and floor_x(c) <= floor_y(c). c -> c' (T, em equal): E_x = E_y: "
+    "monotone; E_y > E_x: E_y = e_c' and sc' is exact, V_y > val(T) - 2^(E_y-F2) + c', V_x "
+    "<= val(T) + c, and tr.cgap gives c' - c >= 2^(E_y-F2); E_y < E_x: E_x = e_c, c exact "
+    "and a multiple of 2^(E_y-F) (e_c > E_y), so c <= floor of c' at E_y, and Tp at the "
+    "finer unit is no smaller. So V_x <= V_y; out.d<d> (one lemma per E_y - E_x, which the "
+    "key ranges bound) orders the outputs, and tr.zero covers a side with no nonzero term "
+    "and zero c (S = 0 gives a zero at any E). Flags: tr.nan: for finite inputs N = P and Q "
+    "(the output is NaN, outside the claim); tr.special: otherwise Q gives -Inf, P +Inf, "
+    "none the finite path; tr.flags.p<k>: a growing product keeps P raised and does not "
+    "newly raise Q, so P_y gives out_y = +Inf, Q_x gives out_x = -Inf, and otherwise both "
+    "sides take the finite path; tr.flags.c: a finite c changes no flag, so a raised flag "
+    "gives equal outputs.")
+
+
 def _term_vars(t: "mma.Term") -> set[str]:
     return free_vars(t.sign.v, t.e.v, t.sig.v, t.zero.v, t.inf.v, t.nan.v)
 
@@ -1132,9 +1172,14 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         raise NotDecomposable(st.why)
     m, K, inp = st.model, st.K, st.inp
     th, ins = m.theory, m.ins
-    if not (th.op == "t_fdpa" and not ins.scale) and th.op != "gst_fdpa":
+    tr = th.op in _TR_OPS
+    if not (th.op == "t_fdpa" and not ins.scale) and th.op != "gst_fdpa" and not tr:
         raise NotDecomposable(f"op {th.op}: the monotonicity decomposition covers t_fdpa and "
-                              "gst_fdpa chains")
+                              "gst_fdpa chains and one TR-FDPA block")
+    if tr and (len(st.blocks) != 1 or st.acc is not None
+               or th.param_dict.get("align_round", "RD") != "RD"):
+        raise NotDecomposable("the TR-FDPA monotonicity decomposition covers one block "
+                              "(K <= L) with align_round = RD")
     zero_exp = th.param_dict.get("zero_exp", "excluded")
     fmt_of = {str(x.v): ins.a for x in inp.a}
     fmt_of.update({str(x.v): ins.b for x in inp.b})
@@ -1142,7 +1187,7 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
     scale_names = {str(x.v) for x in (inp.sa or []) + (inp.sb or [])}
     fmt_of.update({n: ins.scale for n in scale_names})
     pair_of = {frozenset((str(x.v), str(y.v))): k for k, (x, y) in enumerate(zip(inp.a, inp.b))}
-    fd = mma.rho_of(th.param_dict["rho"])[2]
+    fd = mma.rho_of(th.param_dict.get("rho", "RNE-FP32"))[2]     # TR-FDPA: RNE-FP32
     fconv = [fp.fmt(th.convert)] if th.convert else []
 
     def rng(f):
@@ -1160,14 +1205,13 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
     lemmas: list[Lemma] = []
     prev_out = None
     seen_vars: set[str] = set()
-    for j, blk in enumerate(st.blocks):
-        tag = f"block{j}"
-        cut: list = []
-        if prev_out is not None:
-            D = z3.BitVec("D_", fp.fmt(blk.fc).storage)
-            cut = [(prev_out.v, D)]
-            fmt_of["D_"] = blk.fc
-        fs_ = blk.fs
+
+    def fused(tag, blk, fs_, aligned, S_node, cut, up=0, down=0, lead=0):
+        """The lemmas of one fused sum (its terms aligned at its e_max): range, coarsen, same,
+        gain.up / gain.down (asking n - 1 + up / n - 1 + down units), lead (lead > 0: a
+        nonzero term aligned at its own key is at least `lead` units). Returns the cut
+        quantities the block's output lemmas use."""
+        nonlocal seen_vars
         terms = fs_["terms"]
         Eraw = fs_["e_max"]
         keyed = [mma._zero_key(K, t.zero, e, e.w, zero_exp) for t, e in zip(terms, fs_["e"])]
@@ -1179,8 +1223,8 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         E = _sub(Eraw.v, cut)
         ew = E.size()
         F = fs_["F"]
-        w = blk.S.w
-        al = [_sub(x.v, cut) for x in blk.aligned]
+        w = S_node.w
+        al = [_sub(x.v, cut) for x in aligned]
         cterms = [_sub_term(K, t, cut) for t in terms]
         keys = [_sub(k.v, cut) for k in keyed]
         # GST-FDPA group terms: cut at the group's exact sum P (mono.group: per product)
@@ -1310,22 +1354,54 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
             else:
                 lemmas.append(Lemma(f"{name}.same", "at one E, a larger addend aligns no lower", same))
             g = (n_var - 1)
+            # TR-FDPA: c is aligned after the fused sum (rounded down at the tail's E), so a
+            # product that raises e_max must also pay for c's loss: n units, not n - 1
+            gu, gd = g + up, g + down
             lemmas.append(Lemma(f"{name}.gain.up", "an addend that raises E gains at least "
-                                "n - 1 units of the coarser alignment",
+                                f"{_units(up)} units of the coarser alignment",
                                 hyp + [inr(V1), inr(V2), key <= V1, V1 < V2, keyy == V2,
                                        z3.Not(shl(wide(aty(V2), w), V2 - V1) - wide(at(V1), w)
-                                              >= shl(z3.BitVecVal(g, W2), V2 - V1))]))
+                                              >= shl(z3.BitVecVal(gu, W2), V2 - V1))]))
+            if lead == 1:
+                lemmas.append(Lemma(f"{name}.lead", "a nonzero term aligned at its own key is "
+                                    "not zero", fx + [z3.Not(term.zero.v), inr(key),
+                                                      at(key) == 0]))
+            elif lead:
+                lemmas.append(Lemma(f"{name}.lead", "a nonzero term aligned at its own key is "
+                                    f"at least {lead} units in magnitude",
+                                    fx + [z3.Not(term.zero.v), inr(key),
+                                          at(key) < lead, at(key) > -lead]))
             lemmas.append(Lemma(f"{name}.gain.down", "an addend that lowers E gains at least "
-                                "n - 1 units of the coarser alignment",
+                                f"{_units(down)} units of the coarser alignment",
                                 hyp + [inr(V1), inr(V2), keyy <= V2, V2 < V1, key == V1,
                                        z3.Not(wide(aty(V2), w) - shl(wide(at(V1), w), V1 - V2)
-                                              >= shl(z3.BitVecVal(g, W2), V1 - V2))]))
+                                              >= shl(z3.BitVecVal(gd, W2), V1 - V2))]))
         if sum(1 << b for b in bounds) > 1 << (w - 1):
             raise NotDecomposable(f"{tag}: the sum may wrap around in {w} bits")
         A = [z3.BitVec(f"A{t}_", w) for t in range(len(al))]
-        S = _sub(blk.S.v, cut)
+        S = _sub(S_node.v, cut)
         if not free_vars(_sub(S, list(zip(al, A)))) <= {f"A{t}_" for t in range(len(al))}:
             raise NotDecomposable(f"{tag}: S is not a function of the aligned terms")
+        return {"E": E, "ew": ew, "w": w, "lo": lo, "hi": hi, "span": span, "bounds": bounds,
+                "n_var": n_var, "V": V, "V1": V1, "V2": V2, "S": S, "gcut": gcut,
+                "cterms": cterms}
+
+    for j, blk in enumerate(st.blocks):
+        tag = f"block{j}"
+        cut: list = []
+        if prev_out is not None:
+            D = z3.BitVec("D_", fp.fmt(blk.fc).storage)
+            cut = [(prev_out.v, D)]
+            fmt_of["D_"] = blk.fc
+        r = fused(tag, blk, blk.fs, blk.aligned, blk.S, cut, *((1, 0, 1) if tr else ()))
+        E, ew, w, lo, hi, span, bounds, V, V1, V2, S, gcut, cterms = (
+            r[k] for k in ("E", "ew", "w", "lo", "hi", "span", "bounds", "V", "V1", "V2", "S",
+                           "gcut", "cterms"))
+        if tr:
+            lemmas += _tr_monotonic_tail(st, blk, tag, order, term_le, reverse, lo, hi,
+                                         sum(1 << b for b in bounds), fin)
+            prev_out = blk.out
+            continue
         N, P, Q = (_sub(blk.sp[k].v, cut) for k in ("nan", "pinf", "ninf"))
         Z = _sub(blk.conv["zero_sign"].v, cut)
         out = _sub(blk.out.v, cut)
@@ -1409,6 +1485,142 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
                             fc_ + [fp.decode(ins.d, bv(U)).nan.v, nn(ga(U, cc.v))]))
     elif not st.out.v.eq(prev_out.v):
         raise NotDecomposable("the output is not the last block's output")
+    return lemmas
+
+
+def _units(extra: int) -> str:
+    return "n - 1" if extra == 0 else ("n" if extra == 1 else f"n + {extra - 1}")
+
+
+def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reverse: bool,
+                       lo: int, hi: int, total: int, fin) -> list[Lemma]:
+    """The TR tail's lemmas of COMBINATION_MONOTONIC_TR for one TR-FDPA block (no chain):
+    the tail as a function of the cut (T, em) and c. The bound's tail lemmas (bnd.emax,
+    bnd.emlow, bnd.tailE, bnd.tailT, bnd.tailc, bnd.tailsum: Tp and sc are T and c rounded
+    down at E) are reused as they are; tr.E, tr.cexact, tr.cgap, the flag lemmas, out.d<dd>
+    and tr.zero are added."""
+    import z3
+    m, K, inp = st.model, st.K, st.inp
+    ins, p = m.ins, m.theory.param_dict
+    Fm, F2 = p["F"], p["F2"]
+    k2 = F2 - Fm
+    if blk.fc != "f32" or blk.tr is None or k2 < 0:
+        raise NotDecomposable(f"{tag}: the TR monotonicity lemmas take an f32 c and F2 >= F")
+    fc = fp.fmt("f32")
+    if Fm < fc.t:
+        raise NotDecomposable(f"{tag}: F < the fraction bits of c")
+    keep = {f"{tag}.bnd.{k}" for k in ("emax", "emlow", "tailE", "tailT", "tailc", "tailsum")}
+    lemmas = [lm for lm in _bound_lemmas_tr(st, None) if lm.name in keep]
+    tr = blk.tr
+    if not tr["T"].v.eq(blk.S.v):
+        raise NotDecomposable(f"{tag}: the tail does not read the fused sum")
+    T, em, Et, sc = tr["T"].v, tr["e_max"].v, tr["E"].v, tr["sc"].v
+    S2 = blk.conv["S"].v
+    N, P, Q = (blk.sp[k].v for k in ("nan", "pinf", "ninf"))
+    Z, out = blk.conv["zero_sign"].v, blk.out.v
+    cname = str(inp.c.v)
+    c2 = z3.BitVec(cname + "p", fc.storage)
+    uc = fp.decode(fc, _bv(K, inp.c.v, fc.storage))
+    uc2 = fp.decode(fc, _bv(K, c2, fc.storage))
+    cfin, cfin2 = fin({cname}), fin({cname}, "p")
+    ew_f, ew = em.size(), Et.size()
+    Tv, emv = z3.BitVec("T_", T.size()), z3.BitVec("em_", ew_f)
+    emw = z3.SignExt(ew - ew_f, emv)
+    emlo = -(1 << (ew_f - 3))
+    fa_, fb_ = fp.fmt(ins.a), fp.fmt(ins.b)
+    Vmax = max(fa_.emax + fb_.emax, fc.emax, fc.emax) + 2          # as _bnd_fused's
+    Ec = _sub(Et, [(T, Tv), (em, emv)])
+    if not free_vars(Ec) <= {"em_", cname}:
+        raise NotDecomposable(f"{tag}: the tail's E is not a function of (em, c)")
+    ecw = z3.SignExt(ew - uc.exp.w, uc.exp.v)
+    lemmas.append(Lemma(f"{tag}.tr.E", "the tail aligns at E = max(em, the exponent of c), "
+                        "E = em for a zero c",
+                        cfin + [emv >= emlo, emv <= Vmax,
+                                z3.Not(Ec == z3.If(z3.Or(uc.zero.v, emw >= ecw), emw, ecw))]))
+    Ev = z3.BitVec("E_", ew)
+    scc = _sub(sc, [(Et, Ev)])
+    if not free_vars(scc) <= {"E_", cname}:
+        raise NotDecomposable(f"{tag}: sc is not a function of (c, E)")
+    mag = z3.ZeroExt(scc.size() - uc.sig.w, uc.sig.v) << (Fm - fc.t)
+    lemmas.append(Lemma(f"{tag}.tr.cexact", "aligned at its own exponent, a nonzero c is exact: "
+                        "sc 2^(E-F) = c",
+                        cfin + [z3.Not(uc.zero.v), Ev == ecw,
+                                z3.Not(scc == z3.If(uc.sign.v, -mag, mag))]))
+    # c' - c >= 2^(e_c' - F2) when c < c' and c' has the larger exponent (values in units
+    # 2^(emin - t), scaled by 2^s so that the bound is an integer)
+    s_ = max(0, F2 - fc.t)
+    WV = fc.p + (fc.emax - fc.emin) + s_ + 4
+    def val(u):
+        sh = z3.ZeroExt(WV - u.exp.w, u.exp.v - fc.emin)
+        v = z3.ZeroExt(WV - u.sig.w, u.sig.v) << sh
+        return z3.If(u.sign.v, -v, v)
+    bound = z3.BitVecVal(1, WV) << z3.ZeroExt(WV - uc2.exp.w, uc2.exp.v - fc.emin + (fc.t - F2 + s_))
+    lemmas.append(Lemma(f"{tag}.tr.cgap", "c < c' with c' of the larger exponent (or c zero): "
+                        "c' - c >= 2^(e_c' - F2)",
+                        cfin + cfin2 + [(order(_bv(K, inp.c.v, fc.storage), "f32") <
+                                         order(_bv(K, c2, fc.storage), "f32")).v,
+                                        z3.Not(uc2.zero.v),
+                                        z3.Or(uc.zero.v, uc.exp.v < uc2.exp.v),
+                                        z3.Not((val(uc2) - val(uc)) << s_ >= bound)]))
+    # the special values: flags of the products and c
+    names = {str(x.v) for x in inp.a + inp.b} | {cname}
+    allfin = fin(names)
+    lemmas.append(Lemma(f"{tag}.tr.nan", "finite inputs raise NaN only as +Inf and -Inf "
+                        "products together", allfin + [z3.Not(N == z3.And(P, Q))]))
+    Nv, Pv, Qv = (z3.Bool(n) for n in ("N_", "P_", "Q_"))
+    Gs = _bv(K, _sub(out, [(N, Nv), (P, Pv), (Q, Qv)]), fc.storage)
+    us = fp.decode(fc, Gs)
+    pinf = fc.inf_code << fc.pad
+    lemmas.append(Lemma(f"{tag}.tr.special", "the NaN flag gives NaN; else the -Inf flag gives "
+                        "-Inf, else the +Inf flag +Inf",
+                        [z3.Not(z3.And(z3.Implies(Nv, us.nan.v),
+                                       z3.Implies(z3.And(z3.Not(Nv), Qv), Gs.v == pinf | (fc.sign_bit << fc.pad)),
+                                       z3.Implies(z3.And(z3.Not(Nv), z3.Not(Qv), Pv), Gs.v == pinf)))]))
+    cpr = [(inp.c.v, c2)]
+    lemmas.append(Lemma(f"{tag}.tr.flags.c", "the Inf flags do not depend on a finite c",
+                        allfin + cfin2 + [z3.Not(z3.And(P == _sub(P, cpr), Q == _sub(Q, cpr)))]))
+    for k, (xa, xb) in enumerate(zip(inp.a, inp.b)):
+        pr = [(x.v, z3.BitVec(str(x.v) + "p", x.w)) for x in (xa, xb)]
+        ya, yb = (BV(K, x.w, False, _sub(x.v, pr)) for x in (xa, xb))
+        larger = z3.Not(term_le(mma.product(fp.decode(ins.a, ya), fp.decode(ins.b, yb)),
+                                mma.product(fp.decode(ins.a, xa), fp.decode(ins.b, xb))).v)
+        pn = sorted(str(x.v) for x in (xa, xb))
+        lemmas.append(Lemma(f"{tag}.tr.flags.p{k}", f"product {k} grows: the +Inf flag stays "
+                            "raised, the -Inf flag is not newly raised",
+                            allfin + fin(pn, "p") + [larger, z3.Not(z3.And(
+                                z3.Implies(P, _sub(P, pr)), z3.Implies(_sub(Q, pr), Q)))]))
+    # the finite path: rho(S 2^(E - F2)), non-decreasing in the value (one lemma per E2 - E1)
+    S2v = z3.BitVec("S_", S2.size())
+    Zv = z3.Bool("Z_")
+    F_ = z3.BoolVal(False)
+    G = _sub(out, [(S2, S2v), (Et, Ev), (N, F_), (P, F_), (Q, F_), (Z, Zv)])
+    if free_vars(G) - {"S_", "E_", "Z_"}:
+        raise NotDecomposable(f"{tag}: the finite output is not a function of (S, E, Z)")
+    bT = (total << k2) + 1
+    bc = 1 << (fc.t + 2 + max(Fm - fc.t, 0))              # as bnd.tailT / bnd.tailc
+    smax = bT + (bc << k2) + 1
+    w2 = S2.size()
+    if smax >= 1 << (w2 - 1):
+        raise NotDecomposable(f"{tag}: the tail's sum may wrap around in {w2} bits")
+    Gf = lambda s, e, z: _bv(K, _sub(G, [(S2v, s), (Ev, e), (Zv, z)]), fc.storage)
+    S1, S2_ = z3.BitVec("S1_", w2), z3.BitVec("S2_", w2)
+    V1, V2 = z3.BitVec("E1_", ew), z3.BitVec("E2_", ew)
+    g1, g2 = Gf(S1, V1, z3.Bool("Z1_")), Gf(S2_, V2, z3.Bool("Z2_"))
+    u1, u2 = fp.decode(fc, g1), fp.decode(fc, g2)
+    viol = (order(g1, "f32") < order(g2, "f32")) if reverse else \
+        (order(g2, "f32") < order(g1, "f32"))
+    span = max(hi, fc.emax) - min(lo, fc.emin)
+    half = 1 << (ew - 3)
+    for dd in range(-span, span + 1):
+        s1, s2 = z3.SignExt(abs(dd) + 2, S1), z3.SignExt(abs(dd) + 2, S2_)
+        le = (s1 <= (s2 << dd)) if dd >= 0 else ((s1 << -dd) <= s2)
+        lemmas.append(Lemma(f"{tag}.out.d{dd}", "the output conversion is non-decreasing "
+                            "in the value S 2^(E - F2) (E2 - E1 = d)",
+                            [V1 >= -half, V1 < half, V2 == V1 + dd, S1 < smax, S1 > -smax,
+                             S2_ < smax, S2_ > -smax, le, z3.Not(u1.nan.v),
+                             z3.Not(u2.nan.v), viol.v]))
+    lemmas.append(Lemma(f"{tag}.tr.zero", "a zero sum gives a zero at any E",
+                        [z3.Not(fp.decode(fc, Gf(z3.BitVecVal(0, w2), Ev, Zv)).zero.v)]))
     return lemmas
 
 
