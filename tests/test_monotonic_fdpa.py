@@ -527,3 +527,108 @@ def test_oracle_random_increases_never_lower_the_tr_output():
         checked += 1
         assert v2 >= v1, (a, b, c, a2, b2, c2)
     assert checked > 450
+
+
+# ---- GTR-FDPA (CDNA3 fp8): two group sums merged by rounding down, c dropped when tiny -------
+
+GTR16 = "gfx942/v_mfma_f32_32x32x16_fp8_fp8"      # gfx942.fp8: GTR-FDPA, L 16, one block
+GTR32 = "gfx942/v_mfma_f32_16x16x32_bf8_bf8"      # K = 32: two blocks chained through D
+
+
+@pytest.fixture(scope="module")
+def gtr_lemmas():
+    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(GTR16), gtr=True),
+                                                          P._ord, P._term_le)}
+
+
+def test_gtr_lemma_set(gtr_lemmas):
+    names = set(gtr_lemmas)
+    for g in (0, 1):                             # even and odd products, 8 each
+        for t in (0, 7):
+            for part in ("range", "coarsen", "same", "gain.up", "gain.down", "lead"):
+                assert f"block0.g{g}.t{t}.{part}" in names
+        assert f"block0.g{g}.t8.range" not in names
+        assert {f"block0.g{g}.bnd.emax", f"block0.g{g}.emlow", f"block0.gtr.rd.{g}"} <= names
+    assert {"block0.gtr.em", "block0.gtr.csame", "block0.bnd.tailc", "block0.tr.cgap",
+            "block0.tr.flags.p15"} <= names
+    assert "n + 1 units" in gtr_lemmas["block0.g0.t0.gain.up"].role
+    outs = sorted(int(n.rsplit(".d", 1)[1]) for n in names if ".out.d" in n)
+    assert outs == list(range(-253, 254))       # c's f32 exponents span the range
+    # GTR is refused by the structure other claims read
+    assert X.structure(resolve(GTR16)).why
+
+
+@pytest.mark.parametrize("name", ["block0.g0.t0.gain.up", "block0.g1.t7.gain.down",
+                                  "block0.g0.t0.lead", "block0.gtr.em", "block0.gtr.rd.0",
+                                  "block0.gtr.csame", "block0.bnd.tailc", "block0.tr.cexact"])
+def test_the_gtr_lemmas_hold(gtr_lemmas, name):
+    assert _status(gtr_lemmas[name]) == "unsat"
+
+
+def test_the_gtr_tail_lemma_needs_its_drop_clause():
+    """Algorithm 11 drops a nonzero c with e_c < E - F - 1: stated without that clause, the
+    tail lemma about c (rounded down at E) is satisfiable on the GTR model."""
+    st = X.structure(resolve(GTR16), gtr=True)
+    blk = st.blocks[0]
+    tr = blk.tr
+    lm = X._tr_tail_lemmas("b", st.K, tr["T"].v, tr["e_max"].v, tr["E"].v, tr["Tp"].v,
+                           tr["sc"].v, blk.conv["S"].v, st.inp.c.v, 1 << 20, 260, 24, 24, 31)
+    assert _status(next(x for x in lm if x.name == "b.bnd.tailc")) == "sat"
+
+
+def test_a_gtr_chain_cuts_its_second_block_at_d():
+    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(GTR32), gtr=True),
+                                                     P._ord, P._term_le)}
+    assert {"block1.g0.t0.gain.up", "block1.gtr.rd.1", "block1.tr.cgap"} <= set(lm)
+    for name in ("block1.tr.dspecial", "block1.tr.pq", "block1.tr.flags.p16"):
+        assert _status(lm[name]) == "unsat"
+    assert "block0.tr.dspecial" not in lm and "block1.tr.flags.p0" not in lm
+
+
+def _fnuz8(fmt, rng):
+    """A finite fnuz fp8 code (0x80 is their NaN), often subnormal or at a binade edge."""
+    while True:
+        x = rng.choice([rng.randrange(1, 8), rng.getrandbits(8), (rng.randrange(1, 16) << 3) | 7,
+                        (rng.randrange(1, 16) << 3)]) | (rng.getrandbits(1) << 7)
+        if x != 0x80:
+            return x
+
+
+def test_oracle_random_increases_never_lower_the_gtr_output():
+    """GTR-FDPA e4m3fnuz x e5m2fnuz (L 16, F 24, F2 31), one block and a chain of two,
+    recomputed by the exact-rational oracle: pairs that raise one product or c never lower
+    the output."""
+    rng = random.Random(3)
+    checked = 0
+    for n in range(300):
+        K = 16 if n % 2 else 32
+        a = [_fnuz8("e4m3fnuz", rng) for _ in range(K)]
+        b = [_fnuz8("e5m2fnuz", rng) for _ in range(K)]
+        c = rng.choice([0, rng.getrandbits(32) & 0x7F7FFFFF,
+                        (rng.getrandbits(1) << 31) | (rng.randrange(90, 140) << 23) | rng.getrandbits(23)])
+        k = rng.randrange(K + 1)
+        a2, b2, c2 = list(a), list(b), c
+        pv = lambda x, y: _val("e4m3fnuz", x) * _val("e5m2fnuz", y)
+        if k < K:
+            a2[k], b2[k] = _fnuz8("e4m3fnuz", rng), _fnuz8("e5m2fnuz", rng)
+            grows = pv(a2[k], b2[k]) > pv(a[k], b[k])
+        else:
+            c2 = (c + rng.choice([1, -1, 1 << 16])) & 0xFFFFFFFF
+            if _val("f32", c2) is None:
+                continue
+            grows = _val("f32", c2) > _val("f32", c)
+        if not grows:
+            a, a2, b, b2, c, c2 = a2, a, b2, b, c2, c
+            if (a, b, c) == (a2, b2, c2):
+                continue
+        outs = []
+        for x, y, z in ((a, b, c), (a2, b2, c2)):
+            acc = z
+            for k0 in range(0, K, 16):
+                acc = O.gtr_fdpa(x[k0:k0 + 16], y[k0:k0 + 16], acc, "e4m3fnuz", "e5m2fnuz", 24, 31)
+            outs.append(None if acc == O.NAN else _val("f32", acc))
+        if None in outs:
+            continue
+        checked += 1
+        assert outs[1] >= outs[0], (a, b, c, a2, b2, c2)
+    assert checked > 250

@@ -62,12 +62,16 @@ shift each, which the solver takes in seconds where the symbolic shift did not f
 accumulator, NaN and Inf lemmas for later blocks and the final addition (COMBINATION_MONOTONIC_FDPA).
 GST-FDPA group terms are cut at their exact fixed-point sum first (_group_cut: per-product
 mono/zero/range lemmas, the sum identity, the zero flag), and the final IEEE addition is proved
-one step of its varying operand at a time, case by case (_step_cases). One TR-FDPA block
+one step of its varying operand at a time, case by case (_step_cases). A TR-FDPA block
 (CDNA3, c outside the fused sum) is cut at (T, em) as for the bound: the products' fused-sum
 lemmas with gain.up asking n units (a product that raises e_max also pays for c, rounded
 down at the coarser E) and t.lead, the bound's tail lemmas, and tr.* (E = max(em, e_c), c
 exact at its own exponent, the gap between c and a c' of larger exponent, the Inf/NaN flags)
 with out.d<d> for the RNE-FP32 conversion (_tr_monotonic_tail, COMBINATION_MONOTONIC_TR).
+A GTR-FDPA block (CDNA3 fp8) has two such group sums, asking one unit more each way, merged
+by rounding down at the larger e_max (gtr.*, _gtr_merge_lemmas), and drops a c below
+E - F - 1 (COMBINATION_MONOTONIC_GTR; `structure(m, gtr=True)`). Chains of TR/GTR blocks
+cut each later block's c at the previous output D_ (tr.dspecial, tr.pq for its Inf/NaN).
 Where the arithmetic is not monotone (f16 x f16 products, whose key ea + eb overstates a
 subnormal product), mono.gain is satisfiable and the claim goes to the monolithic query.
 
@@ -167,6 +171,8 @@ class Block:
     sp: dict | None = None
     tr: dict | None = None       # TR-FDPA: the tail (E, Tp, sc) after the fused sum
     groups: list = dataclasses.field(default_factory=list)   # GST-FDPA: (exact_group, group)
+    parts: list = dataclasses.field(default_factory=list)    # GTR-FDPA: (fs, aligned, S) per group
+    gtr: dict | None = None      # GTR-FDPA: the two groups' sums merged at e_max (mma.gtr_fdpa)
 
 
 @dataclasses.dataclass
@@ -182,6 +188,7 @@ class Structure:
 
 _FDPA_TAIL_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa")
 _TR_OPS = ("tr_fdpa",)          # a fused sum, then the TR tail (mma._tr_tail), then rho
+_GTR_OPS = ("gtr_fdpa",)        # two group sums merged (rounded down), then the TR tail
 
 
 def traced_dot(m: Model):
@@ -193,8 +200,10 @@ def traced_dot(m: Model):
     return K, inp, out, notes
 
 
-def structure(m: Model) -> Structure:
-    """Evaluate m's dot product symbolically with the trace on and split it into blocks."""
+def structure(m: Model, gtr: bool = False) -> Structure:
+    """Evaluate m's dot product symbolically with the trace on and split it into blocks.
+    gtr: also take GTR-FDPA blocks (two fused sums each, Block.parts and Block.gtr; only the
+    monotonicity lemmas read them, so other callers leave it off and get `why`)."""
     K, inp, out, notes = traced_dot(m)
     st = Structure(m, K, inp, out, [], None)
     if m.ins.sparse:
@@ -203,10 +212,13 @@ def structure(m: Model) -> Structure:
     if m.theory.accumulator:
         st.why = "a C conversion / D rounding around the chain (accumulator) is proved monolithically"
         return st
-    if m.theory.model != "fdpa" or m.theory.op not in _FDPA_TAIL_OPS + _TR_OPS:
+    ops = _FDPA_TAIL_OPS + _TR_OPS + (_GTR_OPS if gtr else ())
+    if m.theory.model != "fdpa" or m.theory.op not in ops:
         st.why = f"op {m.theory.op} is not a T-FDPA-family fused sum"
         return st
-    out_fmt = "f32" if m.theory.op in _TR_OPS else mma.rho_of(m.theory.param_dict["rho"])[2].name
+    two = m.theory.op in _GTR_OPS
+    out_fmt = ("f32" if m.theory.op in _TR_OPS + _GTR_OPS else
+               mma.rho_of(m.theory.param_dict["rho"])[2].name)
     cur = None
     for label, v in notes:
         if label == "block":
@@ -215,14 +227,17 @@ def structure(m: Model) -> Structure:
             cur = Block(v["c"], fc)
             st.blocks.append(cur)
         elif label == "fused_sum":
-            if cur is None or cur.fs is not None:
+            if cur is None or (cur.fs is not None and not (two and len(cur.parts) == 1)):
                 st.why = "more than one fused sum in a block"
                 return st
-            cur.fs = v
+            cur.fs, cur.aligned, cur.S = v, [], None
+        elif label == "gtr_groups" and two:
+            cur.gtr = v
         elif label == "aligned":
             cur.aligned.append(v)
         elif label == "S":
             cur.S = v
+            cur.parts.append((cur.fs, cur.aligned, v))
         elif label == "convert":
             cur.conv = v
         elif label == "special":
@@ -247,6 +262,8 @@ def structure(m: Model) -> Structure:
             return st
     if not st.blocks or any(b.out is None or b.S is None or b.sp is None for b in st.blocks):
         st.why = "incomplete trace"
+    elif two and any(len(b.parts) != 2 or b.gtr is None for b in st.blocks):
+        st.why = "a GTR-FDPA block without its two group sums"
     return st
 
 
@@ -939,6 +956,102 @@ COMBINATION_BOUND_TR = (
     "2^(E-F2) <= (n/2) 2^(E-F) (F2 > F). Telescoping over the blocks as for T-FDPA.")
 
 
+def _tr_tail_lemmas(tag: str, K, T, em, Et, Tp, sc, S2, cbits, total: int, Vmax: int,
+                    Fm: int, F: int, F2: int, special_trunc: bool = False) -> list[Lemma]:
+    """bnd.emlow, bnd.tailE, bnd.tailT, bnd.tailc and bnd.tailsum of a TR tail
+    (mma._tr_tail) cut at (T, em): e_max's lower bound, E's range, Tp and sc as T and c
+    rounded down at E, and their wrap-free sum S. special_trunc (GTR-FDPA): a nonzero c with
+    e_c < E - F - 1 gives sc = 0 (Algorithm 11)."""
+    import z3
+    fc = fp.fmt("f32")
+    tc = fc.t
+    lemmas: list[Lemma] = []
+    uc = fp.decode(fc, _bv(K, cbits, fc.storage))
+    cfin = [z3.Not(uc.nan.v), z3.Not(uc.inf.v)]
+    wT, ew_f, ew = T.size(), em.size(), Et.size()
+    Tv, emv, Ev = z3.BitVec("T_", wT), z3.BitVec("em_", ew_f), z3.BitVec("E_", ew)
+    cut_T = [(T, Tv), (em, emv)]
+    emw = z3.SignExt(ew - ew_f, emv)
+    # -- the fused e_max is at least the zero-term key (exponent ranges of the cuts)
+    emlo = -(1 << (ew_f - 3))
+    lemmas.append(Lemma(f"{tag}.bnd.emlow", f"e_max >= {emlo}", [em < emlo]))
+    # -- the tail's E: at least em and the exponent of a nonzero c, at most Vmax
+    Et_c = _sub(Et, cut_T)
+    if not free_vars(Et_c) <= {"em_"} | free_vars(cbits):
+        raise NotDecomposable(f"{tag}: the tail's E is not a function of (em, c)")
+    ecw = z3.SignExt(ew - uc.exp.w, uc.exp.v)
+    lemmas.append(Lemma(f"{tag}.bnd.tailE", f"the tail aligns at E >= em and >= the "
+                        f"exponent of a nonzero c, E <= {Vmax}",
+                        cfin + [emv <= Vmax, emv >= emlo,
+                                z3.Not(z3.And(Et_c >= emw, Et_c <= Vmax,
+                                              z3.Implies(z3.Not(uc.zero.v), Et_c >= ecw)))]))
+    rng = [emv <= Vmax, emv >= emlo, Ev <= Vmax]
+    # -- Tp = RD_F2(T 2^(em-F)) at E: 0 <= T 2^(em-F) - Tp 2^(E-F2) < 2^(E-F2)
+    Tp_c = _sub(_sub(Tp, cut_T), [(_sub(Et, cut_T), Ev)])
+    if not free_vars(Tp_c) <= {"T_", "em_", "E_"}:
+        raise NotDecomposable(f"{tag}: Tp is not a function of (T, em, E)")
+    k2 = F2 - Fm
+    Dm = k2 + total.bit_length() + 1
+    WW = wT + k2 + Dm + 8
+    ewd = ew + 2
+    d = z3.SignExt(2, Ev) - z3.SignExt(2, emw)
+    dW = z3.SignExt(WW - ewd, d) if WW > ewd else d
+    Xt = z3.SignExt(WW - wT, Tv) << (z3.BitVecVal(k2 + Dm, WW) - dW)
+    Yt = z3.SignExt(WW - Tp_c.size(), Tp_c) << Dm
+    bT = (total << max(k2, 0)) + 1
+    claimT = z3.And(Tp_c <= bT, Tp_c >= -bT,
+                    z3.Implies(d <= Dm, z3.And(Xt - Yt >= 0, Xt - Yt < (1 << Dm),
+                                               z3.Implies(d == 0, Xt == Yt))),
+                    z3.Implies(d > Dm, Tp_c == z3.If(Tv < 0, z3.BitVecVal(-1, Tp_c.size()),
+                                                     z3.BitVecVal(0, Tp_c.size()))))
+    lemmas.append(Lemma(f"{tag}.bnd.tailT", "T is aligned at E rounding down to units "
+                        "2^(E-F2): error in [0, 2^(E-F2)), none when E = em (any E >= em)",
+                        rng + [Tv < total, Tv > -total, Ev >= emw, z3.Not(claimT)]))
+    # -- sc = RD_F(c) at E: 0 <= c - sc 2^(E-Fm) < 2^(E-F)
+    sc_c = _sub(sc, [(Et, Ev)])
+    if not free_vars(sc_c) <= {"E_"} | free_vars(cbits):
+        raise NotDecomposable(f"{tag}: sc is not a function of (c, E)")
+    G0 = max(0, tc - Fm)
+    Dc = Fm + G0 + 2
+    if F > Fm + Dc + G0:
+        raise NotDecomposable(f"{tag}: F_claim {F} is out of range")
+    wsc = sc_c.size()
+    WC = wsc + tc + Dc + G0 + 8
+    dc = z3.SignExt(2, Ev) - z3.SignExt(2, ecw)
+    dcW = z3.SignExt(WC - ewd, dc)
+    Cu = z3.ZeroExt(WC - uc.sig.w, uc.sig.v) << (z3.BitVecVal(Fm - tc + G0 + Dc, WC) - dcW)
+    Cs = z3.If(uc.sign.v, -Cu, Cu)
+    Yc = z3.SignExt(WC - wsc, sc_c) << (Dc + G0)
+    unit = 1 << (Dc + G0 + Fm - F)
+    bc = 1 << (tc + 2 + max(Fm - tc, 0))
+    claimC = z3.And(sc_c <= bc, sc_c >= -bc,
+                    z3.Implies(uc.zero.v, sc_c == 0),
+                    z3.Implies(z3.And(z3.Not(uc.zero.v), dc <= Dc),
+                               z3.And(Cs - Yc >= 0, Cs - Yc < unit)),
+                    z3.Implies(z3.And(z3.Not(uc.zero.v), dc > Dc),
+                               sc_c == z3.If(uc.sign.v, z3.BitVecVal(-1, wsc),
+                                             z3.BitVecVal(0, wsc))))
+    if special_trunc:       # Algorithm 11: a c below E - F - 1 is dropped
+        drop = z3.And(z3.Not(uc.zero.v), dc > Fm + 1)
+        claimC = z3.And(z3.Implies(drop, sc_c == 0), z3.Implies(z3.Not(drop), claimC))
+    lemmas.append(Lemma(f"{tag}.bnd.tailc", f"c is aligned at E rounding down to units "
+                        f"2^(E-{Fm}): error in [0, 2^(E-F)) (any E >= its exponent)"
+                        + ("; a nonzero c with e_c < E - F - 1 gives 0" if special_trunc else ""),
+                        cfin + [Ev <= Vmax, z3.Implies(z3.Not(uc.zero.v), Ev >= ecw),
+                                z3.Not(claimC)]))
+    # -- S = Tp + sc 2^(F2-F), without wrap-around
+    Tpv, scv = z3.BitVec("Tp_", Tp.size()), z3.BitVec("sc_", sc.size())
+    S2_c = _sub(S2, [(Tp, Tpv), (sc, scv)])
+    if not free_vars(S2_c) <= {"Tp_", "sc_"}:
+        raise NotDecomposable(f"{tag}: S is not a function of (Tp, sc)")
+    WS = max(S2.size(), Tp.size(), sc.size() + k2) + 4
+    ext = lambda x: z3.SignExt(WS - x.size(), x)
+    lemmas.append(Lemma(f"{tag}.bnd.tailsum", "S = Tp + sc 2^(F2-F) exactly",
+                        [Tpv <= bT, Tpv >= -bT, scv <= bc, scv >= -bc,
+                         z3.Not(ext(S2_c) == ext(Tpv) + (ext(scv) << k2))]))
+    return lemmas
+
+
 def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
     """The Table 9 bound lemmas of a TR-FDPA chain: the fused sum as for T-FDPA, then the TR
     tail (mma._tr_tail) at the interface (T, em): the RD alignments of T and c at E, their
@@ -974,10 +1087,6 @@ def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
         out = _sub(blk.out.v, cut_D)
         uc = fp.decode(fc, _bv(K, cbits, fc.storage))
         cfin = [z3.Not(uc.nan.v), z3.Not(uc.inf.v)]
-        wT, ew_f, ew = T.size(), em.size(), Et.size()
-        Tv, emv, Ev = z3.BitVec("T_", wT), z3.BitVec("em_", ew_f), z3.BitVec("E_", ew)
-        cut_T = [(T, Tv), (em, emv)]
-        emw = z3.SignExt(ew - ew_f, emv)
         # -- flags: finite terms and c raise none; a flag gives a non-finite output; a
         #    non-finite product or c raises one
         terms = blk.fs["terms"]
@@ -993,79 +1102,7 @@ def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
         ug = fp.decode(sf, _bv(K, G, sf.storage))
         lemmas.append(Lemma(f"{tag}.bnd.special", "a NaN/Inf flag gives a NaN or Inf output",
                             [z3.Or(Nv, Pv, Qv), z3.Not(z3.Or(ug.nan.v, ug.inf.v))]))
-        # -- the fused e_max is at least the zero-term key (exponent ranges of the cuts)
-        emlo = -(1 << (ew_f - 3))
-        lemmas.append(Lemma(f"{tag}.bnd.emlow", f"e_max >= {emlo}", [em < emlo]))
-        # -- the tail's E: at least em and the exponent of a nonzero c, at most Vmax
-        Et_c = _sub(Et, cut_T)
-        if not free_vars(Et_c) <= {"em_"} | free_vars(cbits):
-            raise NotDecomposable(f"{tag}: the tail's E is not a function of (em, c)")
-        ecw = z3.SignExt(ew - uc.exp.w, uc.exp.v)
-        lemmas.append(Lemma(f"{tag}.bnd.tailE", f"the tail aligns at E >= em and >= the "
-                            f"exponent of a nonzero c, E <= {Vmax}",
-                            cfin + [emv <= Vmax, emv >= emlo,
-                                    z3.Not(z3.And(Et_c >= emw, Et_c <= Vmax,
-                                                  z3.Implies(z3.Not(uc.zero.v), Et_c >= ecw)))]))
-        rng = [emv <= Vmax, emv >= emlo, Ev <= Vmax]
-        # -- Tp = RD_F2(T 2^(em-F)) at E: 0 <= T 2^(em-F) - Tp 2^(E-F2) < 2^(E-F2)
-        Tp_c = _sub(_sub(Tp, cut_T), [(_sub(Et, cut_T), Ev)])
-        if not free_vars(Tp_c) <= {"T_", "em_", "E_"}:
-            raise NotDecomposable(f"{tag}: Tp is not a function of (T, em, E)")
-        k2 = F2 - Fm
-        Dm = k2 + total.bit_length() + 1
-        WW = wT + k2 + Dm + 8
-        ewd = ew + 2
-        d = z3.SignExt(2, Ev) - z3.SignExt(2, emw)
-        dW = z3.SignExt(WW - ewd, d) if WW > ewd else d
-        Xt = z3.SignExt(WW - wT, Tv) << (z3.BitVecVal(k2 + Dm, WW) - dW)
-        Yt = z3.SignExt(WW - Tp_c.size(), Tp_c) << Dm
-        bT = (total << max(k2, 0)) + 1
-        claimT = z3.And(Tp_c <= bT, Tp_c >= -bT,
-                        z3.Implies(d <= Dm, z3.And(Xt - Yt >= 0, Xt - Yt < (1 << Dm),
-                                                   z3.Implies(d == 0, Xt == Yt))),
-                        z3.Implies(d > Dm, Tp_c == z3.If(Tv < 0, z3.BitVecVal(-1, Tp_c.size()),
-                                                         z3.BitVecVal(0, Tp_c.size()))))
-        lemmas.append(Lemma(f"{tag}.bnd.tailT", "T is aligned at E rounding down to units "
-                            "2^(E-F2): error in [0, 2^(E-F2)), none when E = em (any E >= em)",
-                            rng + [Tv < total, Tv > -total, Ev >= emw, z3.Not(claimT)]))
-        # -- sc = RD_F(c) at E: 0 <= c - sc 2^(E-Fm) < 2^(E-F)
-        sc_c = _sub(sc, [(Et, Ev)])
-        if not free_vars(sc_c) <= {"E_"} | free_vars(cbits):
-            raise NotDecomposable(f"{tag}: sc is not a function of (c, E)")
-        G0 = max(0, tc - Fm)
-        Dc = Fm + G0 + 2
-        if F > Fm + Dc + G0:
-            raise NotDecomposable(f"{tag}: F_claim {F} is out of range")
-        wsc = sc_c.size()
-        WC = wsc + tc + Dc + G0 + 8
-        dc = z3.SignExt(2, Ev) - z3.SignExt(2, ecw)
-        dcW = z3.SignExt(WC - ewd, dc)
-        Cu = z3.ZeroExt(WC - uc.sig.w, uc.sig.v) << (z3.BitVecVal(Fm - tc + G0 + Dc, WC) - dcW)
-        Cs = z3.If(uc.sign.v, -Cu, Cu)
-        Yc = z3.SignExt(WC - wsc, sc_c) << (Dc + G0)
-        unit = 1 << (Dc + G0 + Fm - F)
-        bc = 1 << (tc + 2 + max(Fm - tc, 0))
-        claimC = z3.And(sc_c <= bc, sc_c >= -bc,
-                        z3.Implies(uc.zero.v, sc_c == 0),
-                        z3.Implies(z3.And(z3.Not(uc.zero.v), dc <= Dc),
-                                   z3.And(Cs - Yc >= 0, Cs - Yc < unit)),
-                        z3.Implies(z3.And(z3.Not(uc.zero.v), dc > Dc),
-                                   sc_c == z3.If(uc.sign.v, z3.BitVecVal(-1, wsc),
-                                                 z3.BitVecVal(0, wsc))))
-        lemmas.append(Lemma(f"{tag}.bnd.tailc", f"c is aligned at E rounding down to units "
-                            f"2^(E-{Fm}): error in [0, 2^(E-F)) (any E >= its exponent)",
-                            cfin + [Ev <= Vmax, z3.Implies(z3.Not(uc.zero.v), Ev >= ecw),
-                                    z3.Not(claimC)]))
-        # -- S = Tp + sc 2^(F2-F), without wrap-around
-        Tpv, scv = z3.BitVec("Tp_", Tp.size()), z3.BitVec("sc_", sc.size())
-        S2_c = _sub(S2, [(Tp, Tpv), (sc, scv)])
-        if not free_vars(S2_c) <= {"Tp_", "sc_"}:
-            raise NotDecomposable(f"{tag}: S is not a function of (Tp, sc)")
-        WS = max(S2.size(), Tp.size(), sc.size() + k2) + 4
-        ext = lambda x: z3.SignExt(WS - x.size(), x)
-        lemmas.append(Lemma(f"{tag}.bnd.tailsum", "S = Tp + sc 2^(F2-F) exactly",
-                            [Tpv <= bT, Tpv >= -bT, scv <= bc, scv >= -bc,
-                             z3.Not(ext(S2_c) == ext(Tpv) + (ext(scv) << k2))]))
+        lemmas += _tr_tail_lemmas(tag, K, T, em, Et, Tp, sc, S2, cbits, total, Vmax, Fm, F, F2)
         # -- the output conversion of S 2^(E-F2)
         lemmas.append(_bnd_out(tag, K, out, S2, Et, N, P, Q, Z, S2.size(), F2, rf, sf,
                                mode == "RNE"))
@@ -1118,7 +1155,7 @@ COMBINATION_MONOTONIC_FDPA = (
 
 
 COMBINATION_MONOTONIC_TR = (
-    "one TR-FDPA block (seed 002 Algorithm 10, K <= L): the fused sum of the n products only, "
+    "a TR-FDPA block (seed 002 Algorithm 10; chains below): the fused sum of the n products only, "
     "T at em (value T 2^(em-F), F fraction bits), then the tail at E: Tp = T rounded down to "
     "units 2^(E-F2), sc = c rounded down to units 2^(E-F), S = Tp + sc 2^(F2-F), output "
     "rho(S 2^(E-F2)) unless a flag is raised. The fused-sum lemmas are those of T-FDPA over "
@@ -1149,7 +1186,42 @@ COMBINATION_MONOTONIC_TR = (
     "none the finite path; tr.flags.p<k>: a growing product keeps P raised and does not "
     "newly raise Q, so P_y gives out_y = +Inf, Q_x gives out_x = -Inf, and otherwise both "
     "sides take the finite path; tr.flags.c: a finite c changes no flag, so a raised flag "
-    "gives equal outputs.")
+    "gives equal outputs. Chains (K > L): block j > 1 takes the previous output D as its c "
+    "(cut at D_; its lemmas are the same with D in c's place). x, y differing in a product of "
+    "an earlier block have D_x <= D_y or a NaN there (the earlier block's argument), and the "
+    "same products in block j: two finite D are the c step above; tr.dspecial: D = +Inf, "
+    "-Inf, NaN raises P, Q, N, and tr.pq: P and Q raise N, so by tr.special D_y = +Inf gives "
+    "out_y = +Inf and D_x = -Inf gives out_x = -Inf (or NaN, outside the claim), and a NaN D "
+    "gives NaN; a product of block j with D equal on both sides is the product step, or, for "
+    "a non-finite D, the same raised flag on both sides.")
+
+
+COMBINATION_MONOTONIC_GTR = (
+    "a GTR-FDPA block (seed 002 Algorithm 11; chains as for TR): two group sums (even and odd "
+    "products), Te at ee and To at eo as in COMBINATION_MONOTONIC_TR (fused-sum lemmas per "
+    "group, g<g>.t<t>.*, with gain.up asking n + 1 units, gain.down n units, and t.lead: a "
+    "nonzero term at its own key is at least 2 units), merged at em = max(ee, eo) (gtr.em) as "
+    "T = Xe + Xo, each X its group sum rounded down to units 2^(em-F) (gtr.rd.<g>, exact when "
+    "em is the group's own e; |X| bounded, so T does not wrap, checked syntactically); then "
+    "the TR tail, where c is dropped (sc = 0) when nonzero with e_c < E - F - 1 and rounded "
+    "down otherwise (bnd.tailc), and the flag lemmas of COMBINATION_MONOTONIC_TR. Product j "
+    "of group G grows (H the other group, u(e) = 2^(e-F)): ee_x = ee_y: Te and T grow, E is "
+    "the same. ee_x < ee_y: val(Te_y) >= val(Te_x) + 2 u(ee_y) (gain.up: (n + 1) 2^d - "
+    "(n - 1)(2^d - 1) >= 2 2^d; a group all zero at x: t.lead), so if em grows (em_y = ee_y) "
+    "val(T_y) = val(Te_y) + floor of H at em_y > val(Te_y) + val(H) - u(em_y) >= val(T_x) + "
+    "u(em_y), else em and T's floor are monotone; the tail then as in TR case (ii), and a c "
+    "dropped at x is dropped at y too (E_y >= E_x), contributing 0 to both. ee_x > ee_y: "
+    "val(Te_y) >= val(Te_x) + u(ee_x) (gain.down with n units; a group all zero at y: t.lead "
+    "gives Te_x <= -2), so if em drops (em_x = ee_x > em_y) val(T_y) >= val(T_x) + u(em_x) "
+    "(val(Te_x) + u(ee_x) and H's floor at em_x lie on the grid of em_y); at the tail, a "
+    "negative c dropped at x (e_c < E_x - F - 1) but kept at y costs less than u(E_x) (|c| < "
+    "u(E_x)/2, and rounding down at E_y < E_x loses less than u(E_y) <= u(E_x)/2), paid by "
+    "that unit; otherwise as in TR case (iii). c -> c' (T, em equal): at "
+    "one E, gtr.csame; E_y > E_x: c' exact (tr.cexact) and c' - max(c, 0) >= 2^(E_y-F2) "
+    "(tr.cgap, also at c = 0), which pays for T's floor at the coarser E_y; E_y < E_x: c "
+    "exact and on the grid of E_y, so c <= what c' gives at E_y (rounded down, or 0 when "
+    "dropped), and T's floor at the finer E_y is no smaller. out.d<d>, tr.zero and chains "
+    "of blocks as in TR.")
 
 
 def _term_vars(t: "mma.Term") -> set[str]:
@@ -1173,13 +1245,13 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
     m, K, inp = st.model, st.K, st.inp
     th, ins = m.theory, m.ins
     tr = th.op in _TR_OPS
-    if not (th.op == "t_fdpa" and not ins.scale) and th.op != "gst_fdpa" and not tr:
+    gtr = th.op in _GTR_OPS
+    if not (th.op == "t_fdpa" and not ins.scale) and th.op != "gst_fdpa" and not (tr or gtr):
         raise NotDecomposable(f"op {th.op}: the monotonicity decomposition covers t_fdpa and "
-                              "gst_fdpa chains and one TR-FDPA block")
-    if tr and (len(st.blocks) != 1 or st.acc is not None
-               or th.param_dict.get("align_round", "RD") != "RD"):
-        raise NotDecomposable("the TR-FDPA monotonicity decomposition covers one block "
-                              "(K <= L) with align_round = RD")
+                              "gst_fdpa chains and TR-FDPA / GTR-FDPA chains")
+    if (tr or gtr) and (st.acc is not None or th.param_dict.get("align_round", "RD") != "RD"):
+        raise NotDecomposable("the TR/GTR-FDPA monotonicity decomposition takes align_round "
+                              "= RD and no final addition")
     zero_exp = th.param_dict.get("zero_exp", "excluded")
     fmt_of = {str(x.v): ins.a for x in inp.a}
     fmt_of.update({str(x.v): ins.b for x in inp.b})
@@ -1393,13 +1465,22 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
             D = z3.BitVec("D_", fp.fmt(blk.fc).storage)
             cut = [(prev_out.v, D)]
             fmt_of["D_"] = blk.fc
+        if gtr:     # two group sums; n + 1 / n units: the other group and c also round down
+            rs = [fused(f"{tag}.g{gi}", blk, fs_p, al_p, S_p, cut, 2, 1, 2)
+                  for gi, (fs_p, al_p, S_p) in enumerate(blk.parts)]
+            lemmas += _tr_monotonic_tail(st, blk, tag, order, term_le, reverse,
+                                         min(r["lo"] for r in rs), max(r["hi"] for r in rs), 0,
+                                         fin, [sum(1 << b for b in r["bounds"]) for r in rs],
+                                         cut)
+            prev_out = blk.out
+            continue
         r = fused(tag, blk, blk.fs, blk.aligned, blk.S, cut, *((1, 0, 1) if tr else ()))
         E, ew, w, lo, hi, span, bounds, V, V1, V2, S, gcut, cterms = (
             r[k] for k in ("E", "ew", "w", "lo", "hi", "span", "bounds", "V", "V1", "V2", "S",
                            "gcut", "cterms"))
         if tr:
             lemmas += _tr_monotonic_tail(st, blk, tag, order, term_le, reverse, lo, hi,
-                                         sum(1 << b for b in bounds), fin)
+                                         sum(1 << b for b in bounds), fin, None, cut)
             prev_out = blk.out
             continue
         N, P, Q = (_sub(blk.sp[k].v, cut) for k in ("nan", "pinf", "ninf"))
@@ -1488,17 +1569,84 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
     return lemmas
 
 
+def _tr_vmax(ins) -> int:
+    """A static bound of the TR tail's exponents (as _bnd_fused's, c and d in f32)."""
+    return max(fp.fmt(ins.a).emax + fp.fmt(ins.b).emax, fp.fmt("f32").emax) + 2
+
+
+def _gtr_merge_lemmas(st: Structure, blk: Block, tag: str, groups: list) -> tuple[list, int]:
+    """GTR-FDPA's merge of its two group sums (Te at ee, To at eo) at em = max(ee, eo):
+    T = Xe + Xo, each X the group sum rounded down to units 2^(em - F) (gtr.rd.<g>: X 2^d <=
+    Tg < (X + 1) 2^d for d = em - eg, |X| <= the group's bound), gtr.em, and per group its
+    e_max range (g<g>.bnd.emax from _bnd_fused, g<g>.emlow). Returns (lemmas, a bound > |T|)."""
+    import z3
+    m = st.model
+    rf, mode, sf = mma.rho_of("RNE-FP32")
+    Fm = m.theory.param_dict["F"]
+    g = blk.gtr
+    lemmas: list[Lemma] = []
+    cuts, free = [], {}
+    for gi, ((fs_, al_, S_), tot) in enumerate(zip(blk.parts, groups)):
+        pseudo = Block(blk.c_in, blk.fc, fs=fs_, aligned=al_, S=S_)
+        fl, tot2, _vm = _bnd_fused(f"{tag}.g{gi}", m, pseudo, [], Fm, Fm, sf)
+        if tot2 != tot:
+            raise NotDecomposable(f"{tag}: group {gi}'s bound differs")
+        lemmas += [x for x in fl if x.name.endswith(".bnd.emax")]
+        eg = fs_["e_max"].v
+        lemmas.append(Lemma(f"{tag}.g{gi}.emlow", "a group's e_max is at least the zero key",
+                            [eg < -(1 << (eg.size() - 3))]))
+        Tg, egv = z3.BitVec(f"T{gi}_", S_.w), z3.BitVec(f"e{gi}_", eg.size())
+        cuts += [(S_.v, Tg), (eg, egv)]
+        free[gi] = (Tg, egv, -(1 << (eg.size() - 3)), tot)
+    Tc = _sub(g["T"].v, cuts)
+    emc = _sub(g["e_max"].v, cuts)
+    names = {"T0_", "T1_", "e0_", "e1_"}
+    if not free_vars(Tc) <= names or not free_vars(emc) <= {"e0_", "e1_"}:
+        raise NotDecomposable(f"{tag}: the merge is not a function of the two group sums")
+    if not (z3.is_app_of(Tc, z3.Z3_OP_BADD) and Tc.num_args() == 2):
+        raise NotDecomposable(f"{tag}: the merged T is not the sum of two aligned groups")
+    W = Tc.size()
+    if groups[0] + groups[1] >= 1 << (W - 1):
+        raise NotDecomposable(f"{tag}: the merged T may wrap around in {W} bits")
+    (T0, e0, lo0, t0), (T1, e1, lo1, t1) = free[0], free[1]
+    ewm = emc.size()
+    se = lambda x: z3.SignExt(ewm - x.size(), x)
+    rng = [e0 >= lo0, e1 >= lo1, se(e0) <= _tr_vmax(m.ins), se(e1) <= _tr_vmax(m.ins)]
+    lemmas.append(Lemma(f"{tag}.gtr.em", "the groups merge at em = max(e_even, e_odd)",
+                        rng + [z3.Not(emc == z3.If(se(e0) >= se(e1), se(e0), se(e1)))]))
+    for gi, X in enumerate((Tc.arg(0), Tc.arg(1))):
+        Tg, eg, _lo, tot = free[gi]
+        if not free_vars(X) <= {f"T{gi}_", "e0_", "e1_"}:
+            raise NotDecomposable(f"{tag}: the merged term {gi} reads the other group")
+        D = Tg.size() + 1
+        WW = W + D + Tg.size() + 4
+        d = z3.SignExt(2, emc) - z3.SignExt(ewm + 2 - eg.size(), eg)
+        dW = z3.ZeroExt(WW - d.size(), d)
+        Xw, Tw = z3.SignExt(WW - W, X), z3.SignExt(WW - Tg.size(), Tg)
+        floor = z3.And(Xw << dW <= Tw, Tw < (Xw + 1) << dW)
+        claim = z3.And(X <= tot, X >= -tot,
+                       z3.If(d <= D, floor, X == z3.If(Tg < 0, z3.BitVecVal(-1, W),
+                                                         z3.BitVecVal(0, W))))
+        lemmas.append(Lemma(f"{tag}.gtr.rd.{gi}", "a group sum aligned at em is rounded down to "
+                            "units 2^(em - F)", rng + [Tg < tot, Tg > -tot, z3.Not(claim)]))
+    return lemmas, groups[0] + groups[1] + 1
+
+
 def _units(extra: int) -> str:
     return "n - 1" if extra == 0 else ("n" if extra == 1 else f"n + {extra - 1}")
 
 
 def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reverse: bool,
-                       lo: int, hi: int, total: int, fin) -> list[Lemma]:
-    """The TR tail's lemmas of COMBINATION_MONOTONIC_TR for one TR-FDPA block (no chain):
-    the tail as a function of the cut (T, em) and c. The bound's tail lemmas (bnd.emax,
+                       lo: int, hi: int, total: int, fin, groups: list | None = None,
+                       cut: list = ()) -> list[Lemma]:
+    """The TR tail's lemmas of COMBINATION_MONOTONIC_TR for one TR-FDPA block: the tail as a
+    function of the cut (T, em) and its c (the input c; in a later block of a chain, the
+    previous block's output cut as D_, `cut`). The bound's tail lemmas (bnd.emax,
     bnd.emlow, bnd.tailE, bnd.tailT, bnd.tailc, bnd.tailsum: Tp and sc are T and c rounded
     down at E) are reused as they are; tr.E, tr.cexact, tr.cgap, the flag lemmas, out.d<dd>
-    and tr.zero are added."""
+    and tr.zero are added. groups (GTR-FDPA, COMBINATION_MONOTONIC_GTR): the totals of the
+    two group sums, merged at em = max(e_even, e_odd) by rounding each down (gtr.em,
+    gtr.rd.<g>, g<g>.bnd.emax, g<g>.emlow), and c dropped below E - F - 1 (gtr.csame)."""
     import z3
     m, K, inp = st.model, st.K, st.inp
     ins, p = m.ins, m.theory.param_dict
@@ -1509,26 +1657,31 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
     fc = fp.fmt("f32")
     if Fm < fc.t:
         raise NotDecomposable(f"{tag}: F < the fraction bits of c")
-    keep = {f"{tag}.bnd.{k}" for k in ("emax", "emlow", "tailE", "tailT", "tailc", "tailsum")}
-    lemmas = [lm for lm in _bound_lemmas_tr(st, None) if lm.name in keep]
     tr = blk.tr
-    if not tr["T"].v.eq(blk.S.v):
-        raise NotDecomposable(f"{tag}: the tail does not read the fused sum")
-    T, em, Et, sc = tr["T"].v, tr["e_max"].v, tr["E"].v, tr["sc"].v
-    S2 = blk.conv["S"].v
-    N, P, Q = (blk.sp[k].v for k in ("nan", "pinf", "ninf"))
-    Z, out = blk.conv["zero_sign"].v, blk.out.v
-    cname = str(inp.c.v)
+    T, em, Et, sc = (_sub(tr[k].v, list(cut)) for k in ("T", "e_max", "E", "sc"))
+    S2 = _sub(blk.conv["S"].v, list(cut))
+    cvar = cut[0][1] if cut else inp.c.v
+    if groups is None:
+        keep = {f"{tag}.bnd.{k}" for k in ("emax", "emlow", "tailE", "tailT", "tailc", "tailsum")}
+        lemmas = [lm for lm in _bound_lemmas_tr(st, None) if lm.name in keep]
+        if not tr["T"].v.eq(blk.S.v):
+            raise NotDecomposable(f"{tag}: the tail does not read the fused sum")
+    else:
+        lemmas, total = _gtr_merge_lemmas(st, blk, tag, groups)
+        lemmas += _tr_tail_lemmas(tag, K, T, em, Et, _sub(tr["Tp"].v, list(cut)), sc, S2, cvar,
+                                  total, _tr_vmax(ins), Fm, Fm, F2, special_trunc=True)
+    N, P, Q = (_sub(blk.sp[k].v, list(cut)) for k in ("nan", "pinf", "ninf"))
+    Z, out = _sub(blk.conv["zero_sign"].v, list(cut)), _sub(blk.out.v, list(cut))
+    cname = str(cvar)
     c2 = z3.BitVec(cname + "p", fc.storage)
-    uc = fp.decode(fc, _bv(K, inp.c.v, fc.storage))
+    uc = fp.decode(fc, _bv(K, cvar, fc.storage))
     uc2 = fp.decode(fc, _bv(K, c2, fc.storage))
     cfin, cfin2 = fin({cname}), fin({cname}, "p")
     ew_f, ew = em.size(), Et.size()
     Tv, emv = z3.BitVec("T_", T.size()), z3.BitVec("em_", ew_f)
     emw = z3.SignExt(ew - ew_f, emv)
     emlo = -(1 << (ew_f - 3))
-    fa_, fb_ = fp.fmt(ins.a), fp.fmt(ins.b)
-    Vmax = max(fa_.emax + fb_.emax, fc.emax, fc.emax) + 2          # as _bnd_fused's
+    Vmax = _tr_vmax(ins)
     Ec = _sub(Et, [(T, Tv), (em, emv)])
     if not free_vars(Ec) <= {"em_", cname}:
         raise NotDecomposable(f"{tag}: the tail's E is not a function of (em, c)")
@@ -1546,6 +1699,17 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
                         "sc 2^(E-F) = c",
                         cfin + [z3.Not(uc.zero.v), Ev == ecw,
                                 z3.Not(scc == z3.If(uc.sign.v, -mag, mag))]))
+    if groups is not None:
+        scc2 = _sub(scc, [(cvar, c2)])
+        ecw2 = z3.SignExt(ew - uc2.exp.w, uc2.exp.v)
+        lemmas.append(Lemma(f"{tag}.gtr.csame", "at one E (at least the exponents of c and c'), "
+                            "a larger c aligns no lower (dropped below E - F - 1 or rounded down)",
+                            cfin + cfin2 + [(order(_bv(K, cvar, fc.storage), "f32") <
+                                             order(_bv(K, c2, fc.storage), "f32")).v,
+                                            Ev <= Vmax,
+                                            z3.Implies(z3.Not(uc.zero.v), Ev >= ecw),
+                                            z3.Implies(z3.Not(uc2.zero.v), Ev >= ecw2),
+                                            z3.Not(scc <= scc2)]))
     # c' - c >= 2^(e_c' - F2) when c < c' and c' has the larger exponent (values in units
     # 2^(emin - t), scaled by 2^s so that the bound is an integer)
     s_ = max(0, F2 - fc.t)
@@ -1557,13 +1721,14 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
     bound = z3.BitVecVal(1, WV) << z3.ZeroExt(WV - uc2.exp.w, uc2.exp.v - fc.emin + (fc.t - F2 + s_))
     lemmas.append(Lemma(f"{tag}.tr.cgap", "c < c' with c' of the larger exponent (or c zero): "
                         "c' - c >= 2^(e_c' - F2)",
-                        cfin + cfin2 + [(order(_bv(K, inp.c.v, fc.storage), "f32") <
+                        cfin + cfin2 + [(order(_bv(K, cvar, fc.storage), "f32") <
                                          order(_bv(K, c2, fc.storage), "f32")).v,
                                         z3.Not(uc2.zero.v),
                                         z3.Or(uc.zero.v, uc.exp.v < uc2.exp.v),
                                         z3.Not((val(uc2) - val(uc)) << s_ >= bound)]))
     # the special values: flags of the products and c
     names = {str(x.v) for x in inp.a + inp.b} | {cname}
+    names &= free_vars(N, P, Q)        # this block's products and its c
     allfin = fin(names)
     lemmas.append(Lemma(f"{tag}.tr.nan", "finite inputs raise NaN only as +Inf and -Inf "
                         "products together", allfin + [z3.Not(N == z3.And(P, Q))]))
@@ -1576,10 +1741,12 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
                         [z3.Not(z3.And(z3.Implies(Nv, us.nan.v),
                                        z3.Implies(z3.And(z3.Not(Nv), Qv), Gs.v == pinf | (fc.sign_bit << fc.pad)),
                                        z3.Implies(z3.And(z3.Not(Nv), z3.Not(Qv), Pv), Gs.v == pinf)))]))
-    cpr = [(inp.c.v, c2)]
+    cpr = [(cvar, c2)]
     lemmas.append(Lemma(f"{tag}.tr.flags.c", "the Inf flags do not depend on a finite c",
                         allfin + cfin2 + [z3.Not(z3.And(P == _sub(P, cpr), Q == _sub(Q, cpr)))]))
     for k, (xa, xb) in enumerate(zip(inp.a, inp.b)):
+        if str(xa.v) not in names:
+            continue                    # a product of another block
         pr = [(x.v, z3.BitVec(str(x.v) + "p", x.w)) for x in (xa, xb)]
         ya, yb = (BV(K, x.w, False, _sub(x.v, pr)) for x in (xa, xb))
         larger = z3.Not(term_le(mma.product(fp.decode(ins.a, ya), fp.decode(ins.b, yb)),
@@ -1589,6 +1756,16 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
                             "raised, the -Inf flag is not newly raised",
                             allfin + fin(pn, "p") + [larger, z3.Not(z3.And(
                                 z3.Implies(P, _sub(P, pr)), z3.Implies(_sub(Q, pr), Q)))]))
+    if cut:                             # a later block: its c is the previous output D
+        prods = fin(names - {cname})
+        ud = uc
+        lemmas.append(Lemma(f"{tag}.tr.pq", "the +Inf and -Inf flags together raise NaN",
+                            [P, Q, z3.Not(N)]))
+        lemmas.append(Lemma(f"{tag}.tr.dspecial", "an infinite or NaN accumulator raises its "
+                            "flag", prods + [z3.Not(z3.And(
+                                z3.Implies(z3.And(ud.inf.v, z3.Not(ud.sign.v)), P),
+                                z3.Implies(z3.And(ud.inf.v, ud.sign.v), Q),
+                                z3.Implies(ud.nan.v, N)))]))
     # the finite path: rho(S 2^(E - F2)), non-decreasing in the value (one lemma per E2 - E1)
     S2v = z3.BitVec("S_", S2.size())
     Zv = z3.Bool("Z_")

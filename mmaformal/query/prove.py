@@ -33,8 +33,8 @@ Claims (the exact sentence is printed and stored with every result):
   +Inf; a NaN output on either side is outside the claim). T-FDPA chains are proved piece
   by piece (decompose.monotonic_lemmas_fdpa: per fused block, the alignment exponent's
   change is paid for by the changed addend's gain; the output conversion is non-decreasing
-  in the sum's value), one TR-FDPA block likewise (its tail cut as for the bound), integer
-  chains and FMA chains likewise; others, and refutations, monolithically.
+  in the sum's value), TR-FDPA and GTR-FDPA chains likewise (each tail cut as for the
+  bound), integer chains and FMA chains likewise; others, and refutations, monolithically.
 - bound (T-FDPA chains are proved piece by piece: decompose.bound_lemmas): seed 002 Table 9: for finite inputs on which no block output overflows (every block
   output finite and below the largest finite magnitude), |Phi(a, b, c) - (c + sum a_k b_k)|
   <= sum over the chained blocks j of n_j 2^(e_max,j - F) + r ulp(d_j), with n_j the number
@@ -689,7 +689,7 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
             r = Result("sat", "search (numpy lanes)", "", _now() - t0)
     integer = fp.fmt(ins.a).is_int and m.theory.op == "int_chain" and not ins.sparse
     fdpa = (m.theory.model == "fdpa" and not ins.sparse
-            and ((m.theory.op in ("t_fdpa", "tr_fdpa") and not ins.scale)
+            and ((m.theory.op in ("t_fdpa", "tr_fdpa", "gtr_fdpa") and not ins.scale)
                  or m.theory.op == "gst_fdpa"))
     if st is None and (integer or fdpa or m.theory.model == "fma"):
         subject = [m]
@@ -698,10 +698,11 @@ def prove_monotonic(m: Model, solver="bitwuzla", timeout=600, save=False, emit=N
             make, comb = (lambda mm: _dec.monotonic_lemmas_int(mm, addend),
                           _dec.COMBINATION_MONOTONIC_INT)
         elif fdpa:
-            subject = [_dec.structure(m)]
+            subject = [_dec.structure(m, gtr=True)]
             make, comb = (lambda s: _dec.monotonic_lemmas_fdpa(s, _ord, _term_le),
-                          _dec.COMBINATION_MONOTONIC_TR if m.theory.op == "tr_fdpa" else
-                          _dec.COMBINATION_MONOTONIC_FDPA)
+                          {"tr_fdpa": _dec.COMBINATION_MONOTONIC_TR,
+                           "gtr_fdpa": _dec.COMBINATION_MONOTONIC_GTR}.get(
+                              m.theory.op, _dec.COMBINATION_MONOTONIC_FDPA))
         else:
             make, comb = (lambda mm: _dec.fma_monotonic_lemmas(mm, _ord, _term_le),
                           _dec.COMBINATION_MONOTONIC_FMA)
