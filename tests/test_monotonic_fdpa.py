@@ -495,37 +495,43 @@ def _bf16(rng):
     return s | (rng.randrange(100, 155) << 7) | rng.getrandbits(7)
 
 
+def _grown_pair(rng, K, elem_a, elem_b, fa, fb, c, c_step):
+    """Random (a, b, c) and a copy in which one addend (a product, or c by +-1 code or c_step)
+    changed; ordered so the second has the larger exact addend. None when unusable."""
+    a = [elem_a(rng) for _ in range(K)]
+    b = [elem_b(rng) for _ in range(K)]
+    k = rng.randrange(K + 1)
+    a2, b2, c2 = list(a), list(b), c
+    if k < K:
+        a2[k], b2[k] = elem_a(rng), elem_b(rng)
+        grows = _val(fa, a2[k]) * _val(fb, b2[k]) > _val(fa, a[k]) * _val(fb, b[k])
+    else:
+        c2 = (c + rng.choice([1, -1, c_step])) & 0xFFFFFFFF
+        if _val("f32", c2) is None:
+            return None
+        grows = _val("f32", c2) > _val("f32", c)
+    if not grows:
+        a, a2, b, b2, c, c2 = a2, a, b2, b, c2, c
+    return None if (a, b, c) == (a2, b2, c2) else ((a, b, c), (a2, b2, c2))
+
+
 def test_oracle_random_increases_never_lower_the_tr_output():
     """TR-FDPA bf16, K = 4 (F 24, F2 31), recomputed by the exact-rational oracle: random pairs
     that raise one product or c (subnormal operands, mixed signs) never lower the output."""
     rng = random.Random(5)
-    val = lambda f, x: _val(f, x)
     checked = 0
     for _ in range(600):
-        a = [_bf16(rng) for _ in range(4)]
-        b = [_bf16(rng) for _ in range(4)]
         c = rng.choice([0, 0x80000000, rng.getrandbits(32) & 0x7F7FFFFF,
                         (rng.getrandbits(1) << 31) | (rng.randrange(1, 60) << 23) | rng.getrandbits(23)])
-        k = rng.randrange(5)
-        a2, b2, c2 = list(a), list(b), c
-        if k < 4:
-            a2[k], b2[k] = _bf16(rng), _bf16(rng)
-            grows = val("bf16", a2[k]) * val("bf16", b2[k]) > val("bf16", a[k]) * val("bf16", b[k])
-        else:
-            c2 = (c + rng.choice([1, -1, 1 << 20])) & 0xFFFFFFFF
-            if val("f32", c2) is None:
-                continue
-            grows = val("f32", c2) > val("f32", c)
-        if not grows:
-            a, a2, b, b2, c, c2 = a2, a, b2, b, c2, c
-            if (a, b, c) == (a2, b2, c2):
-                continue
-        d1, d2 = (O.tr_fdpa(x, y, z, "bf16", "bf16", 24, 31) for x, y, z in ((a, b, c), (a2, b2, c2)))
-        v1, v2 = (None if d == O.NAN else _val("f32", d) for d in (d1, d2))
+        pair = _grown_pair(rng, 4, _bf16, _bf16, "bf16", "bf16", c, 1 << 20)
+        if pair is None:
+            continue
+        outs = [O.tr_fdpa(x, y, z, "bf16", "bf16", 24, 31) for x, y, z in pair]
+        v1, v2 = (None if d == O.NAN else _val("f32", d) for d in outs)
         if v1 is None or v2 is None:
             continue
         checked += 1
-        assert v2 >= v1, (a, b, c, a2, b2, c2)
+        assert v2 >= v1, pair
     assert checked > 450
 
 
@@ -602,27 +608,14 @@ def test_oracle_random_increases_never_lower_the_gtr_output():
     checked = 0
     for n in range(300):
         K = 16 if n % 2 else 32
-        a = [_fnuz8("e4m3fnuz", rng) for _ in range(K)]
-        b = [_fnuz8("e5m2fnuz", rng) for _ in range(K)]
         c = rng.choice([0, rng.getrandbits(32) & 0x7F7FFFFF,
                         (rng.getrandbits(1) << 31) | (rng.randrange(90, 140) << 23) | rng.getrandbits(23)])
-        k = rng.randrange(K + 1)
-        a2, b2, c2 = list(a), list(b), c
-        pv = lambda x, y: _val("e4m3fnuz", x) * _val("e5m2fnuz", y)
-        if k < K:
-            a2[k], b2[k] = _fnuz8("e4m3fnuz", rng), _fnuz8("e5m2fnuz", rng)
-            grows = pv(a2[k], b2[k]) > pv(a[k], b[k])
-        else:
-            c2 = (c + rng.choice([1, -1, 1 << 16])) & 0xFFFFFFFF
-            if _val("f32", c2) is None:
-                continue
-            grows = _val("f32", c2) > _val("f32", c)
-        if not grows:
-            a, a2, b, b2, c, c2 = a2, a, b2, b, c2, c
-            if (a, b, c) == (a2, b2, c2):
-                continue
+        pair = _grown_pair(rng, K, lambda r: _fnuz8("e4m3fnuz", r), lambda r: _fnuz8("e5m2fnuz", r),
+                           "e4m3fnuz", "e5m2fnuz", c, 1 << 16)
+        if pair is None:
+            continue
         outs = []
-        for x, y, z in ((a, b, c), (a2, b2, c2)):
+        for x, y, z in pair:
             acc = z
             for k0 in range(0, K, 16):
                 acc = O.gtr_fdpa(x[k0:k0 + 16], y[k0:k0 + 16], acc, "e4m3fnuz", "e5m2fnuz", 24, 31)
@@ -630,5 +623,5 @@ def test_oracle_random_increases_never_lower_the_gtr_output():
         if None in outs:
             continue
         checked += 1
-        assert outs[1] >= outs[0], (a, b, c, a2, b2, c2)
+        assert outs[1] >= outs[0], pair
     assert checked > 250

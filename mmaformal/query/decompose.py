@@ -1166,7 +1166,8 @@ COMBINATION_MONOTONIC_TR = (
     "2^(em_y-F); when every product of x is zero (em_x below every key) T_x = 0 and, by same "
     "and t.lead, T_y >= 1, the same inequality; (iii) em_x > em_y: val(T_y) >= val(T_x). "
     "The tail: bnd.emax, bnd.emlow, bnd.tailE and tr.E give E = max(em, e_c) (E = em for a "
-    "zero c) in the range of bnd.tailT and bnd.tailc, which make Tp 2^(E-F2) = floor of "
+    "zero c; e_c in [emin, emax], so E_y - E_x lies in the range out.d covers) in the range "
+    "of bnd.tailT and bnd.tailc, which make Tp 2^(E-F2) = floor of "
     "val(T) to units 2^(E-F2) (exact when E = em) and sc 2^(E-F) = floor of c to units "
     "2^(E-F) (0 for a zero c) at every such E; tr.cexact: c is a multiple of 2^(e_c-F); "
     "bnd.tailsum: S = Tp + sc 2^(F2-F) without wrap-around, |S| < smax. A floor to a unit is "
@@ -1507,18 +1508,7 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
         smax = sum(1 << b for b in bounds)
         viol = (order(g1, fd.name) < order(g2, fd.name)) if reverse else \
             (order(g2, fd.name) < order(g1, fd.name))
-        # one lemma per difference d = E2 - E1 in [-span, span] (a constant shift each;
-        # E1 free in the middle half of its range, so the text does not depend on [lo, hi]
-        # and is shared by every block with the same conversion and sum width)
-        half = 1 << (ew - 3)
-        for dd in range(-span, span + 1):
-            s1, s2 = z3.SignExt(abs(dd) + 2, S1), z3.SignExt(abs(dd) + 2, S2)
-            le = (s1 <= (s2 << dd)) if dd >= 0 else ((s1 << -dd) <= s2)
-            lemmas.append(Lemma(f"{tag}.out.d{dd}", "the output conversion is non-decreasing "
-                                "in the value S 2^(E - F) (E2 - E1 = d)",
-                                [V1 >= -half, V1 < half, V2 == V1 + dd, S1 < smax, S1 > -smax,
-                                 S2 < smax, S2 > -smax, le, z3.Not(u1.nan.v),
-                                 z3.Not(u2.nan.v), viol.v]))
+        lemmas += _out_lemmas(tag, "F", V1, V2, S1, S2, smax, span, u1, u2, viol)
         g0 = Gf(z3.BitVecVal(0, w), V, Zv)
         lemmas.append(Lemma(f"{tag}.zero", "a zero sum gives a zero at any E",
                             [z3.Not(fp.decode(fd, g0).zero.v)]))
@@ -1567,6 +1557,26 @@ def monotonic_lemmas_fdpa(st: Structure, order, term_le, reverse: bool = False) 
     elif not st.out.v.eq(prev_out.v):
         raise NotDecomposable("the output is not the last block's output")
     return lemmas
+
+
+def _out_lemmas(tag: str, F: str, V1, V2, S1, S2, smax: int, span: int, u1, u2, viol) -> list[Lemma]:
+    """out.d<d>: the output conversion G is non-decreasing in the value S 2^(E - F), one lemma
+    per difference d = E2 - E1 in [-span, span] (a constant shift each; E1 free in the middle
+    half of its range, so the text does not depend on the exponent range and is shared by
+    every block with the same conversion and sum width). u1, u2: the decoded outputs
+    G(S1, E1), G(S2, E2); viol: their order violated."""
+    import z3
+    half = 1 << (V1.size() - 3)
+    out = []
+    for dd in range(-span, span + 1):
+        s1, s2 = z3.SignExt(abs(dd) + 2, S1), z3.SignExt(abs(dd) + 2, S2)
+        le = (s1 <= (s2 << dd)) if dd >= 0 else ((s1 << -dd) <= s2)
+        out.append(Lemma(f"{tag}.out.d{dd}", "the output conversion is non-decreasing in the "
+                         f"value S 2^(E - {F}) (E2 - E1 = d)",
+                         [V1 >= -half, V1 < half, V2 == V1 + dd, S1 < smax, S1 > -smax,
+                          S2 < smax, S2 > -smax, le, z3.Not(u1.nan.v), z3.Not(u2.nan.v),
+                          viol.v]))
+    return out
 
 
 def _tr_vmax(ins) -> int:
@@ -1687,9 +1697,12 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
         raise NotDecomposable(f"{tag}: the tail's E is not a function of (em, c)")
     ecw = z3.SignExt(ew - uc.exp.w, uc.exp.v)
     lemmas.append(Lemma(f"{tag}.tr.E", "the tail aligns at E = max(em, the exponent of c), "
-                        "E = em for a zero c",
+                        "E = em for a zero c; a nonzero c's exponent lies in [emin, emax]",
                         cfin + [emv >= emlo, emv <= Vmax,
-                                z3.Not(Ec == z3.If(z3.Or(uc.zero.v, emw >= ecw), emw, ecw))]))
+                                z3.Not(z3.And(
+                                    Ec == z3.If(z3.Or(uc.zero.v, emw >= ecw), emw, ecw),
+                                    z3.Implies(z3.Not(uc.zero.v),
+                                               z3.And(ecw >= fc.emin, ecw <= fc.emax))))]))
     Ev = z3.BitVec("E_", ew)
     scc = _sub(sc, [(Et, Ev)])
     if not free_vars(scc) <= {"E_", cname}:
@@ -1787,15 +1800,7 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
     viol = (order(g1, "f32") < order(g2, "f32")) if reverse else \
         (order(g2, "f32") < order(g1, "f32"))
     span = max(hi, fc.emax) - min(lo, fc.emin)
-    half = 1 << (ew - 3)
-    for dd in range(-span, span + 1):
-        s1, s2 = z3.SignExt(abs(dd) + 2, S1), z3.SignExt(abs(dd) + 2, S2_)
-        le = (s1 <= (s2 << dd)) if dd >= 0 else ((s1 << -dd) <= s2)
-        lemmas.append(Lemma(f"{tag}.out.d{dd}", "the output conversion is non-decreasing "
-                            "in the value S 2^(E - F2) (E2 - E1 = d)",
-                            [V1 >= -half, V1 < half, V2 == V1 + dd, S1 < smax, S1 > -smax,
-                             S2_ < smax, S2_ > -smax, le, z3.Not(u1.nan.v),
-                             z3.Not(u2.nan.v), viol.v]))
+    lemmas += _out_lemmas(tag, "F2", V1, V2, S1, S2_, smax, span, u1, u2, viol)
     lemmas.append(Lemma(f"{tag}.tr.zero", "a zero sum gives a zero at any E",
                         [z3.Not(fp.decode(fc, Gf(z3.BitVecVal(0, w2), Ev, Zv)).zero.v)]))
     return lemmas
