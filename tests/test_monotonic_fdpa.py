@@ -25,10 +25,15 @@ FP8 = "sm100/mma.m16n8k32.f16.e4m3.e4m3.f16"       # theory sm100.f8f6f4.f16: L 
 F16 = "sm100/mma.m16n8k16.f16.f16.f16.f16"         # theory sm100.f16.f16: L 16, F 25
 
 
+def _lemmas(name, reverse=False, gtr=False):
+    """The monotonicity lemmas of instruction `name`, by lemma name."""
+    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(name), gtr=gtr),
+                                                          P._ord, P._term_le, reverse=reverse)}
+
+
 @pytest.fixture(scope="module")
 def fp8_lemmas():
-    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(FP8)), P._ord,
-                                                          P._term_le)}
+    return _lemmas(FP8)
 
 
 def _status(lm, timeout=60):
@@ -56,16 +61,14 @@ def test_the_fp8_lemmas_hold(fp8_lemmas, name):
 
 
 def test_the_gain_lemma_fails_for_f16_products():
-    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(F16)), P._ord,
-                                                     P._term_le)}
+    lm = _lemmas(F16)
     assert _status(lm["block0.t0.gain.up"]) == "sat"
     status, parts = X.run_lemmas([lm["block0.t0.range"], lm["block0.t0.gain.up"]], "bitwuzla", 60)
     assert status == "failed" and parts[-1]["status"] == "sat"
 
 
 def test_the_reversed_output_lemma_is_satisfiable():
-    st = X.structure(resolve(FP8))
-    rev = {x.name: x for x in X.monotonic_lemmas_fdpa(st, P._ord, P._term_le, reverse=True)}
+    rev = _lemmas(FP8, reverse=True)
     assert _status(rev["block0.out.d30"]) == "sat"
 
 
@@ -95,8 +98,7 @@ MXF4 = "sm100/tcgen05.mma.m128n104k64.kind::mxf4.block_scale.scale_vec::2X.f32.e
 
 @pytest.fixture(scope="module")
 def mxf4_lemmas():
-    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(MXF4)), P._ord,
-                                                          P._term_le)}
+    return _lemmas(MXF4)
 
 
 def test_mxf4_lemma_set_cuts_each_group_at_its_exact_sum(mxf4_lemmas):
@@ -420,8 +422,7 @@ def test_a_later_blocks_flags_lemma_assumes_a_finite_accumulator():
     """block1.flags of a two-block chain reads the cut accumulator D_ and holds (finite D_ and
     products take the finite path); stated over the uncut inputs instead it dropped D_'s
     finiteness and was satisfiable (a regression caught on the H100 host, 2026-11-27)."""
-    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(FP8F32)), P._ord,
-                                                     P._term_le) if x.name.endswith(".flags")}
+    lm = _lemmas(FP8F32)
     assert "D_" in lm["block1.flags"].text
     assert _status(lm["block1.flags"]) == "unsat"
 
@@ -434,8 +435,7 @@ TR8 = "gfx942/v_mfma_f32_32x32x8_bf16"            # K = 8: refuted (subnormal-ke
 
 @pytest.fixture(scope="module")
 def tr_lemmas():
-    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(TR4)), P._ord,
-                                                          P._term_le)}
+    return _lemmas(TR4)
 
 
 def test_tr_lemma_set(tr_lemmas):
@@ -464,8 +464,7 @@ def test_the_tr_gain_lemma_asks_for_c_too(tr_lemmas):
     """gain.up asks n units (the other products and c can each lose one), not n - 1: at K = 8
     the subnormal-key step gains 4 units where 8 are asked, and the lemma is satisfiable."""
     assert "at least n units" in tr_lemmas["block0.t0.gain.up"].role
-    lm8 = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(TR8)), P._ord,
-                                                      P._term_le)}
+    lm8 = _lemmas(TR8)
     assert _status(lm8["block0.t0.gain.up"]) == "sat"
 
 
@@ -473,14 +472,12 @@ def test_the_tr_gain_down_lemma_fails_for_f16_products():
     """gfx942's f16 K = 4 group is refuted (a product's key drops by 9 binades and a negative
     product that the coarser alignment had truncated to zero comes back): its gain.down
     lemma is satisfiable, so the decomposition cannot prove it."""
-    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(
-        X.structure(resolve("gfx942/v_mfma_f32_16x16x4_4b_f16")), P._ord, P._term_le)}
+    lm = _lemmas("gfx942/v_mfma_f32_16x16x4_4b_f16")
     assert _status(lm["block0.t0.gain.down"]) == "sat"
 
 
 def test_the_reversed_tr_output_lemma_is_satisfiable():
-    rev = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(TR4)), P._ord,
-                                                      P._term_le, reverse=True)}
+    rev = _lemmas(TR4, reverse=True)
     assert _status(rev["block0.out.d300"]) == "sat"
 
 
@@ -543,8 +540,7 @@ GTR32 = "gfx942/v_mfma_f32_16x16x32_bf8_bf8"      # K = 32: two blocks chained t
 
 @pytest.fixture(scope="module")
 def gtr_lemmas():
-    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(GTR16), gtr=True),
-                                                          P._ord, P._term_le)}
+    return _lemmas(GTR16, gtr=True)
 
 
 def test_gtr_lemma_set(gtr_lemmas):
@@ -583,8 +579,7 @@ def test_the_gtr_tail_lemma_needs_its_drop_clause():
 
 
 def test_a_gtr_chain_cuts_its_second_block_at_d():
-    lm = {x.name: x for x in X.monotonic_lemmas_fdpa(X.structure(resolve(GTR32), gtr=True),
-                                                     P._ord, P._term_le)}
+    lm = _lemmas(GTR32, gtr=True)
     assert {"block1.g0.t0.gain.up", "block1.gtr.rd.1", "block1.tr.cgap"} <= set(lm)
     for name in ("block1.tr.dspecial", "block1.tr.pq", "block1.tr.flags.p16"):
         assert _status(lm[name]) == "unsat"

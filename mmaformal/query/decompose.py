@@ -795,7 +795,6 @@ def _bnd_fused(tag: str, m: Model, blk: Block, cut: list, F: int, Fm: int, sf) -
     checking that its sum S is the wrap-free sum of the aligned terms. Returns (lemmas, the
     bound sum_t 2^mw_t > |S|, the bound Vmax >= e_max)."""
     import z3
-    th = m.theory
     E = _sub(blk.fs["e_max"].v, cut)
     es = [_sub(e.v, cut) for e in blk.fs["e"]]
     al = [_sub(x.v, cut) for x in blk.aligned]
@@ -804,8 +803,7 @@ def _bnd_fused(tag: str, m: Model, blk: Block, cut: list, F: int, Fm: int, sf) -
     lemmas = []
     # -- E is at least every nonzero term's exponent
     zs = [_sub(t.zero.v, cut) for t in terms]
-    fa_, fb_ = (fp.fmt(th.convert or f) for f in (m.ins.a, m.ins.b))
-    Vmax = max(fa_.emax + fb_.emax, fp.fmt(blk.fc).emax, sf.emax) + 2
+    Vmax = _vmax(m, blk.fc, sf)
     lemmas.append(Lemma(f"{tag}.bnd.emax", f"e_max is at least the exponent of every nonzero "
                         f"term and at most {Vmax}",
                         [z3.Not(z3.And(E <= Vmax, *[z3.Implies(z3.Not(zt), E >= et)
@@ -1579,9 +1577,11 @@ def _out_lemmas(tag: str, F: str, V1, V2, S1, S2, smax: int, span: int, u1, u2, 
     return out
 
 
-def _tr_vmax(ins) -> int:
-    """A static bound of the TR tail's exponents (as _bnd_fused's, c and d in f32)."""
-    return max(fp.fmt(ins.a).emax + fp.fmt(ins.b).emax, fp.fmt("f32").emax) + 2
+def _vmax(m: Model, fc: str, sf) -> int:
+    """A static bound of a block's alignment exponents: the largest product exponent (of the
+    converted operands), c's (format fc) and the output's (format sf), plus 2."""
+    fa, fb = (fp.fmt(m.theory.convert or f) for f in (m.ins.a, m.ins.b))
+    return max(fa.emax + fb.emax, fp.fmt(fc).emax, sf.emax) + 2
 
 
 def _gtr_merge_lemmas(st: Structure, blk: Block, tag: str, groups: list) -> tuple[list, int]:
@@ -1591,7 +1591,7 @@ def _gtr_merge_lemmas(st: Structure, blk: Block, tag: str, groups: list) -> tupl
     e_max range (g<g>.bnd.emax from _bnd_fused, g<g>.emlow). Returns (lemmas, a bound > |T|)."""
     import z3
     m = st.model
-    rf, mode, sf = mma.rho_of("RNE-FP32")
+    sf = fp.fmt("f32")
     Fm = m.theory.param_dict["F"]
     g = blk.gtr
     lemmas: list[Lemma] = []
@@ -1621,7 +1621,8 @@ def _gtr_merge_lemmas(st: Structure, blk: Block, tag: str, groups: list) -> tupl
     (T0, e0, lo0, t0), (T1, e1, lo1, t1) = free[0], free[1]
     ewm = emc.size()
     se = lambda x: z3.SignExt(ewm - x.size(), x)
-    rng = [e0 >= lo0, e1 >= lo1, se(e0) <= _tr_vmax(m.ins), se(e1) <= _tr_vmax(m.ins)]
+    vmax = _vmax(m, "f32", sf)
+    rng = [e0 >= lo0, e1 >= lo1, se(e0) <= vmax, se(e1) <= vmax]
     lemmas.append(Lemma(f"{tag}.gtr.em", "the groups merge at em = max(e_even, e_odd)",
                         rng + [z3.Not(emc == z3.If(se(e0) >= se(e1), se(e0), se(e1)))]))
     for gi, X in enumerate((Tc.arg(0), Tc.arg(1))):
@@ -1679,7 +1680,7 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
     else:
         lemmas, total = _gtr_merge_lemmas(st, blk, tag, groups)
         lemmas += _tr_tail_lemmas(tag, K, T, em, Et, _sub(tr["Tp"].v, list(cut)), sc, S2, cvar,
-                                  total, _tr_vmax(ins), Fm, Fm, F2, special_trunc=True)
+                                  total, _vmax(m, "f32", fc), Fm, Fm, F2, special_trunc=True)
     N, P, Q = (_sub(blk.sp[k].v, list(cut)) for k in ("nan", "pinf", "ninf"))
     Z, out = _sub(blk.conv["zero_sign"].v, list(cut)), _sub(blk.out.v, list(cut))
     cname = str(cvar)
@@ -1691,7 +1692,7 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
     Tv, emv = z3.BitVec("T_", T.size()), z3.BitVec("em_", ew_f)
     emw = z3.SignExt(ew - ew_f, emv)
     emlo = -(1 << (ew_f - 3))
-    Vmax = _tr_vmax(ins)
+    Vmax = _vmax(m, "f32", fc)
     Ec = _sub(Et, [(T, Tv), (em, emv)])
     if not free_vars(Ec) <= {"em_", cname}:
         raise NotDecomposable(f"{tag}: the tail's E is not a function of (em, c)")
@@ -1771,14 +1772,13 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
                                 z3.Implies(P, _sub(P, pr)), z3.Implies(_sub(Q, pr), Q)))]))
     if cut:                             # a later block: its c is the previous output D
         prods = fin(names - {cname})
-        ud = uc
         lemmas.append(Lemma(f"{tag}.tr.pq", "the +Inf and -Inf flags together raise NaN",
                             [P, Q, z3.Not(N)]))
         lemmas.append(Lemma(f"{tag}.tr.dspecial", "an infinite or NaN accumulator raises its "
                             "flag", prods + [z3.Not(z3.And(
-                                z3.Implies(z3.And(ud.inf.v, z3.Not(ud.sign.v)), P),
-                                z3.Implies(z3.And(ud.inf.v, ud.sign.v), Q),
-                                z3.Implies(ud.nan.v, N)))]))
+                                z3.Implies(z3.And(uc.inf.v, z3.Not(uc.sign.v)), P),
+                                z3.Implies(z3.And(uc.inf.v, uc.sign.v), Q),
+                                z3.Implies(uc.nan.v, N)))]))
     # the finite path: rho(S 2^(E - F2)), non-decreasing in the value (one lemma per E2 - E1)
     S2v = z3.BitVec("S_", S2.size())
     Zv = z3.Bool("Z_")
