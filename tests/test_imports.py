@@ -33,7 +33,7 @@ ROOT = Path(mmaformal.__file__).resolve().parent
 #: bits; sparse (the metadata rule of the sparse instructions) sits with isa and theory; every
 #: other module is a front end.
 LAYERS = [
-    ("mmaformal._cache", 1), ("mmaformal.paths", 1), ("mmaformal.bits", 1),
+    ("mmaformal._cache", 1), ("mmaformal.paths", 1), ("mmaformal.packs", 1), ("mmaformal.bits", 1),
     ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
