@@ -9,9 +9,11 @@
 # --system-site-packages: the editable install of the checkout cannot leak in) and runs every
 # verb there from a directory outside the checkout, asserting its exit code and a key piece of
 # its output: list, simulate, compare, explain, distinguish, prove, probes, infer (small
-# family), emulate, accuracy, hw (exit 2 without a GPU), --version, --store (a missing store:
-# exit 2), the replay of the shipped counterexamples, and that nothing was written into the
-# installed package. Exit status: the number of failed checks (0: all passed).
+# family), emulate, accuracy, hw (exit 2 without a GPU), store check (the shipped records and
+# their lemma lists; the wheel carries no lemma texts, hardware samples or campaign logs, and
+# store recheck says so in one line), --version, --store (a missing store: exit 2), the replay
+# of the shipped counterexamples, and that nothing was written into the installed package.
+# Exit status: the number of failed checks (0: all passed).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
@@ -89,7 +91,7 @@ np.save("a.npy", np.full((2, 16, 16), 0x3C00, np.uint16)); np.save("b.npy", np.f
 np.save("c.npy", np.zeros((2, 16, 8), np.uint32))'
 check simulate 0 '' "$M" simulate "$F16" --a a.npy --b b.npy --c c.npy --out d.npy
 check simulate-d 0 '^ok$' py 'import numpy as np; d = np.load("d.npy"); assert d.dtype == np.uint32 and d.shape == (2, 16, 8) and (d == 0x41800000).all(), d; print("ok")'
-# the README's compare: seed 002 Equation 10; Hopper's T-FDPA gives -0.75
+# the README's compare: [Xie2025] Equation 10; Hopper's T-FDPA gives -0.75
 check compare 0 "^$F16 +0xBF400000 +-0\.75 +sm90\.f16\.f32" "$M" compare --a=-8192,-0.5,-0.25,-0.125 --b=1024,1,1,1 --c=8388608
 check explain 0 '^d = 0x41380000 \(f32: 11\.5\)' "$M" explain "$F16" --a 1,2 --b 3,4 --c 0.5
 # storing verbs: the default store outside a checkout is $XDG_DATA_HOME/mmaformal
@@ -146,9 +148,20 @@ bad = [p.name for p, r in recs if cex.replay_record(r, ("int", "numpy"))]
 assert recs and not bad, bad
 proofs = store.read_proofs(root=paths.shipped("proofs"))
 assert len([p for p, _ in proofs if p.parent.name == "symmetry"]) >= 50, len(proofs)
-assert (paths.shipped("counterexamples") / "hw" / "2026-11-21-h200" / "summary.json").is_file()
+# the bulk evidence stays in the sdist: lemma texts, hardware samples, campaign logs
+assert not (paths.shipped("proofs") / "cache").exists()
+assert not (paths.shipped("counterexamples") / "hw").exists()
+assert not (paths.shipped().parent / "hw" / "evidence").exists()
+assert (paths.shipped("proofs") / "parts.tar.zst").is_file()
 assert len(list((paths.shipped("theories") / "families").glob("*.toml"))) >= 3
 print(f"replayed {len(recs)} shipped counterexamples, read {len(proofs)} proofs")'
+check store-check 0 '^store check: ok$' "$M" store check
+check store-check 0 'lemma texts not installed' "$M" store check
+check store-recheck 1 '^store recheck: lemma texts not installed: ' \
+    "$M" store recheck --no-solve "$SITE/_data/proofs/symmetry/sm80_mma.m16n8k16.f32.f16.f16.f32.json"
+check store-unpack 0 'members of .*parts\.tar\.zst written to' \
+    "$M" store unpack "$SITE/_data/proofs/parts.tar.zst" "$WORK/parts"
+check store-bad 2 '^mmaformal: error: store unpack: .*: no such pack$' "$M" store unpack "$WORK/none.tar.zst" "$WORK/x"
 check site 0 '^unchanged$' sh -c "cd '$WORK' && snapshot_after=\$(cd '$SITE' && find . -path '*/__pycache__' -prune -o -type f -print | sort | xargs md5sum) && [ \"\$snapshot_after\" = \"\$(cat site.before)\" ] && echo unchanged"
 check stored 0 '^ok$' py "
 import pathlib

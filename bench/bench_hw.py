@@ -5,7 +5,7 @@ Needs an NVIDIA Hopper GPU with CuPy (run it through the device tool).
 
     python3 bench/bench_hw.py [INSTR ...] [--tests 10000000]
 
-Measured 2026-11-21 on an NVIDIA H200 (16 CPU cores): see README.md, "Hardware validation";
+Measured 2026-11-21 on an NVIDIA H200 (16 CPU cores): see docs/hardware.md, "Hardware validation on the H200";
 every instruction's 10^7 tests took well under 2 minutes (GPU 4e7-2.5e8 dots/s, simulator on
 16 threads 3e6-3.6e7 dots/s).
 """

@@ -7,7 +7,7 @@ For each adjacent pair (sm70..sm120, gfx908..gfx942; f16 operands, f32 accumulat
 default; mmaformal.query.minimize), and prints side by side: status, non-zero products,
 operands paired with a zero, exponent spread, significand bits (raw -> minimized), and seconds
 (the raw run; the minimized run's search, then its minimization), then the minimized witness
-in the one-line form of seed 002's Equation 10. The table in docs/witnesses.md is this script's output.
+in the one-line form of [Xie2025]'s Equation 10. The table in docs/witnesses.md is this script's output.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The coverage campaign of README "Coverage": symmetry, Table 9 bound and monotonicity of every
+# The coverage campaign of docs/coverage.md: symmetry, Table 9 bound and monotonicity of every
 # catalog instruction, one job per group of instructions with one query, through the campaign
 # runner's local pool on every CPU of the machine. Each claim gets at most its share of the
 # wall time (SIGINT at the end: the runner stops its workers; finished verdicts are in the

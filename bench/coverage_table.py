@@ -1,4 +1,4 @@
-"""The coverage table of README "Coverage": for each claim, the catalog instructions it applies
+"""The coverage table of docs/coverage.md: for each claim, the catalog instructions it applies
 to, their groups (one query per group: prove.claim_groups), and how many are decided by a
 stored record (a proof whose broken twin was refuted, or a counterexample that replays), from
 the store and the shipped records (prove.stored_verdicts). Progress stores of campaigns

@@ -1,7 +1,7 @@
 """mmaformal: formal, bit-exact models of GPU matrix-multiply-accumulate arithmetic.
 
 Layers (each imports only those below it): bits, fp, mma, isa + theory, front ends (simulate,
-explain, cli, ...). See DESIGN.md. The package exposes the simulator as ``mmaformal.simulate``
+explain, cli, ...). See docs/design.md. The package exposes the simulator as ``mmaformal.simulate``
 (the function; the module is ``mmaformal.simulate`` too, so import its helpers with
 ``from mmaformal.simulate import ...``).
 """

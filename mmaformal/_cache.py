@@ -15,9 +15,17 @@ still fails with its own message); an unreadable, corrupt or unwritable cache is
 (the value is built). ``MMAFORMAL_TABLE_CACHE=0`` turns the cache off. Of each tag, the
 KEEP most recently written values are kept (older contents are deleted when a new one is
 written), so editing the tables does not fill the folder.
+
+Checked files (compiled kernels): ``write_sum(path)`` records the size and sha256 of a file
+beside it (``<stem>.sum``), ``sum_ok(path)`` is true only when the file still has both (a file
+without a record, cut short, emptied or overwritten is damaged); ``file_lock(path)`` is an
+exclusive inter-process lock (POSIX ``flock``; a no-op where there is none) under which a
+builder checks again, builds into a temporary file and renames it into place, so that
+concurrent builders never see a half-written file.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -26,7 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-__all__ = ["cache_dir", "cached", "files_key", "KEEP"]
+__all__ = ["cache_dir", "cached", "files_key", "KEEP", "write_atomic", "write_sum", "sum_ok",
+           "file_lock"]
 
 #: values kept per tag
 KEEP = 8
@@ -90,3 +99,74 @@ def _prune(d: Path, tag: str) -> None:
             p.unlink(missing_ok=True)
     except OSError:
         pass
+
+
+# --------------------------------------------------------------------------------------------
+# checked files: a size + sha256 record beside each, atomic writes, a per-file lock
+
+
+def _digest(path: Path) -> tuple[int, str]:
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+            n += len(block)
+    return n, h.hexdigest()
+
+
+def write_atomic(path: Path | str, data: bytes) -> None:
+    """Write data to path through a temporary file in the same folder and a rename (readers
+    see the old file or the whole new one, never a part)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _sum_path(path: Path) -> Path:
+    return path.with_suffix(".sum")
+
+
+def write_sum(path: Path | str) -> None:
+    """Record path's size and sha256 in <stem>.sum (atomically)."""
+    path = Path(path)
+    n, h = _digest(path)
+    write_atomic(_sum_path(path), f"{n} {h}\n".encode())
+
+
+def sum_ok(path: Path | str) -> bool:
+    """path exists and has the size and sha256 its .sum records (False when either is missing
+    or unreadable)."""
+    path = Path(path)
+    try:
+        rec = _sum_path(path).read_text().split()
+        if len(rec) != 2 or path.stat().st_size != int(rec[0]):
+            return False
+        return _digest(path) == (int(rec[0]), rec[1])
+    except (OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def file_lock(path: Path | str):
+    """An exclusive lock on the file path (created), held for the with block; other processes
+    taking the same lock wait. Where flock is missing (not POSIX) it does nothing: the atomic
+    renames still keep every file whole."""
+    try:
+        import fcntl
+    except ImportError:                 # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)                    # releases the lock

@@ -1,4 +1,4 @@
-"""Input classes of the CLFP method (seed 002 sec. 3.1.4) as raw-bit generators.
+"""Input classes of the CLFP method ([Xie2025] sec. 3.1.4) as raw-bit generators.
 
 `generate(klass, fa, fb, fc, K, n, rng)` returns (a, b, c): a and b of shape (n, K), c of
 shape (n,), unsigned integer arrays of the formats' storage dtypes (the design's raw-bit
@@ -6,7 +6,7 @@ form), for the classes
 
     normal       N(0, 1) values
     uniform      U(-1, 1) values
-    dnn          N(0, 1) + Bernoulli(0.001) * N(0, 100)   (Source: seed 002 sec. 3.1.4, [18])
+    dnn          N(0, 1) + Bernoulli(0.001) * N(0, 100)   (Source: [Xie2025] sec. 3.1.4, [18])
     cancel       adversarial cancellation: products in +/- pairs and c = -(their sum), large
                  condition number
     bits         uniformly random bit streams (covers subnormals, Inf, NaN)

@@ -5,6 +5,7 @@ May import: every layer below (lazily where a verb needs it; never z3 on the sim
 Verbs (``--json`` on each prints one machine-readable value; bit patterns as hex strings):
 
     mmaformal list [PATTERN]            architectures, instructions, theories and statuses
+    mmaformal list --instructions [--arch ARCH] [PATTERN]   instruction names, one a line
     mmaformal simulate INSTR --a A.npy --b B.npy --c C.npy [--scale-a SA.npy --scale-b SB.npy]
                          --out D.npy [--theory ID]
     mmaformal compare --a=V,V,.. --b=V,.. --c=V [INSTR|PATTERN ...]
@@ -25,7 +26,11 @@ Global options, accepted before or after the verb:
                     (mmaformal.paths). Readers read the shipped records and the store's.
     --version       the package version and the versions of the solvers found
 
-Exit codes: 0 success; 2 bad input or usage, with one line on stderr and no traceback.
+Exit codes (EPILOG, shown by ``mmaformal --help``): 0 success; 1 refuted / differs where the
+verb says so; 2 bad input or usage, with one line on stderr and no traceback; 3 internal error
+(a result failed its own check); 4 unknown (a solver timed out); 130 interrupted. Options take
+the shared argparse types of mmaformal.args (positive counts and times, paths that must be
+writable), so a bad value is refused before anything runs.
 """
 from __future__ import annotations
 
@@ -39,6 +44,25 @@ __all__ = ["main"]
 
 class UsageError(Exception):
     pass
+
+
+#: the end of `mmaformal --help`: where to start, and what each exit code means (docs/design.md
+#: "Contracts"; query/frame.py; the verbs)
+EPILOG = """\
+start with: 'mmaformal list --instructions [--arch ARCH] [PATTERN]' (instruction names),
+'mmaformal list PATTERN' (their theories and statuses), then simulate, compare or explain.
+Every verb takes --json (one machine-readable value; bit patterns as hex strings).
+
+exit codes:
+  0    success (distinguish: a witness found or the models proved equivalent; prove: proved;
+       infer: identified)
+  1    a claim was refuted or a check disagrees where the verb says so (prove: refuted; hw
+       validate: the GPU differs from the model; infer: no hypothesis fits)
+  2    bad input or usage: one line on stderr, no traceback
+  3    internal error: a result failed its own check (e.g. a witness that does not replay)
+  4    unknown: a solver gave no answer in time (never reported as proved)
+  130  interrupted (Ctrl-C); a campaign keeps its finished jobs in its progress store
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,7 +84,9 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     when argv names none or an unknown one (help and "invalid choice" list every verb). So a
     built-in verb such as ``simulate`` never imports the query, hw, emulate, ... modules."""
     p = _Parser(prog="mmaformal", description="Formal, bit-exact models of GPU matrix-multiply-"
-                "accumulate arithmetic: list, simulate, compare, explain.")
+                "accumulate arithmetic.\nEvery verb is listed below with what it does; "
+                "'mmaformal VERB --help' gives its options.", epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action=_VersionAction, nargs=0,
                    help="print the package version and the solvers' versions and exit")
     p.add_argument("--store", metavar="DIR", help="where records are written (also "
@@ -69,6 +95,7 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     import importlib
+    from . import args as _args
     verb = _verb_of(argv)
     if verb in _MODULE_VERBS:
         mods = [_MODULE_VERBS[verb]]
@@ -82,6 +109,10 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     q = sub.add_parser("list", help="architectures, instructions, theories, statuses")
     q.add_argument("pattern", nargs="?", help="instruction name pattern (fnmatch or substring; "
                    "also matched against theory ids); without it: architectures and theories")
+    q.add_argument("--instructions", action="store_true",
+                   help="only instruction names, one a line (all, or those of --arch and PATTERN)")
+    q.add_argument("--arch", metavar="ARCH", help="with --instructions: one architecture "
+                   "(sm90, or an alias such as hopper)")
     q.add_argument("--json", action="store_true")
 
     q = sub.add_parser("simulate", help="run an instruction on .npy raw-bit tiles")
@@ -95,7 +126,9 @@ def _parser(argv=None) -> argparse.ArgumentParser:
                    "uint8, the position of each kept A element in its group of 4 (tf32: of 2; s4/u4: of "
                    "8, in aligned pairs 2p, 2p+1); "
                    "with it A is compressed (..., M, K/2), without it A is dense (..., M, K)")
-    q.add_argument("--out", required=True, metavar="D.npy")
+    q.add_argument("--out", required=True, metavar="D.npy", type=_args.out_file,
+                   help="where to write D (raw bits; .npy appended when missing); its folder "
+                        "must exist and be writable")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
     q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
                    help="where to run: auto (default) takes an NVIDIA GPU when CuPy can use one")
@@ -156,8 +189,9 @@ class _VersionAction(argparse.Action):
 def _split_store(argv: list[str]) -> tuple[str | None, list[str]]:
     """--store DIR / --store=DIR taken out of argv wherever it stands (before or after the
     verb), so that every verb, including those defined in other modules, accepts it."""
+    from .args import nonempty
     pre = _Parser(prog="mmaformal", add_help=False, allow_abbrev=False)
-    pre.add_argument("--store")
+    pre.add_argument("--store", type=nonempty)
     ns, rest = pre.parse_known_args(argv)
     return ns.store, rest
 
@@ -172,6 +206,21 @@ def _print_json(obj) -> None:
 
 def _cmd_list(args) -> int:
     from . import isa
+    if args.arch and not args.instructions:
+        raise ValueError("--arch goes with --instructions")
+    if args.instructions:
+        pat = args.pattern or None
+        if pat and "/" not in pat and any(ch in pat for ch in "*?["):
+            pat = "*/" + pat                # a pattern on the qualifier: any architecture
+        names = [i.name for i in isa.instructions(pat, arch=args.arch)]
+        if not names:
+            raise ValueError(f"nothing matches {args.pattern!r}"
+                             + (f" on {args.arch}" if args.arch else ""))
+        if args.json:
+            _print_json(names)
+        else:
+            print("\n".join(names))
+        return 0
     from . import theory as T
     ts = T.default()
     if not args.pattern:
@@ -513,7 +562,7 @@ _VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
 _MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaformal.query.prove",
                  "emulate": "mmaformal.emulate", "accuracy": "mmaformal.accuracy",
                  "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.settle",
-                 "infer": "mmaformal.query.infer"}
+                 "infer": "mmaformal.query.infer", "store": "mmaformal.storecli"}
 
 
 def main(argv=None) -> int:

@@ -23,6 +23,10 @@ Invariants:
   hash of the theory and of the source of the code it runs) finds the kernel of an earlier
   process through an index file there, without tracing again; that key also covers this
   module's and bits' source, the lane count and the C compiler.
+- A kernel is loaded only when its .so has the size and sha256 recorded when it was built
+  (k_<hash>.sum, mmaformal._cache): a damaged one (cut short, emptied, overwritten, or without
+  a record) is rebuilt, never loaded. Builders of one kernel take its file lock and rename the
+  finished .so into place, so concurrent processes never load a half-written one.
 """
 from __future__ import annotations
 
@@ -519,36 +523,72 @@ def _opt_level(src: str) -> str:
     return _env_level() or _default_level(src)
 
 
-def _build(src: str, keep_source: bool = False) -> Any:
+def _so_hash(src: str) -> str:
+    """The kernel's file name hash: its source and (when not the default) its level."""
     opt = _opt_level(src)
     key = src if opt == _default_level(src) else f"/* {opt} */\n{src}"
-    h = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def _compile_so(src: str, so: Path) -> None:
+    """Compile src into so: into a temporary folder, then renamed into place, then its size and
+    sha256 recorded (k_<hash>.sum). The caller holds the kernel's file lock."""
+    ok, cc = available()
+    if not ok:
+        raise Unsupported(cc)
+    with tempfile.TemporaryDirectory(dir=so.parent) as tmp:
+        c = Path(tmp) / "k.c"
+        c.write_text(src)
+        out = Path(tmp) / "k.so"
+        cmd = [cc, _opt_level(src), "-march=native", "-fwrapv", "-fno-strict-aliasing", "-shared",
+               "-fPIC", "-o", str(out), str(c)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            err = [l for l in r.stderr.splitlines() if "error" in l][:3]
+            raise RuntimeError(f"C compiler failed ({cc}): {err}")
+        os.replace(out, so)
+    _cache.write_sum(so)
+
+
+def _load_so(src: str, h: str) -> Any:
+    """The loaded kernel k_<h>.so, built first unless its size and sha256 are those recorded
+    when it was built (a .so cut short, emptied, overwritten or without a record is rebuilt,
+    never loaded: loading a truncated one ends the process with SIGBUS). Builders of one kernel
+    take its lock (k_<h>.lock) and check again under it, so concurrent processes build it once;
+    a .so that checks out but does not load is rebuilt once."""
+    d = _cache_dir()
+    so = d / f"k_{h}.so"
+    for attempt in (0, 1):
+        if attempt or not _cache.sum_ok(so):
+            with _cache.file_lock(d / f"k_{h}.lock"):
+                if attempt or not _cache.sum_ok(so):
+                    _compile_so(src, so)
+        try:
+            lib = ctypes.CDLL(str(so))
+        except OSError:
+            if attempt:
+                raise
+            continue
+        lib.kernel.restype = ctypes.c_int64
+        lib.so_hash = h
+        return lib
+    raise AssertionError("unreachable")
+
+
+def _build(src: str, keep_source: bool = False) -> Any:
+    h = _so_hash(src)
     with _LOCK:
         if h in _LOADED:
             return _LOADED[h]
         if keep_source:             # read back by kernels found through the disk index
             c = _cache_dir() / f"k_{h}.c"
-            if not c.exists():
-                c.write_text(src)
-        ok, cc = available()
-        if not ok:
-            raise Unsupported(cc)
-        d = _cache_dir()
-        so = d / f"k_{h}.so"
-        if not so.exists():
-            with tempfile.TemporaryDirectory(dir=d) as tmp:
-                c = Path(tmp) / "k.c"
-                c.write_text(src)
-                out = Path(tmp) / "k.so"
-                cmd = [cc, opt, "-march=native", "-fwrapv", "-fno-strict-aliasing", "-shared", "-fPIC", "-o", str(out), str(c)]
-                r = subprocess.run(cmd, capture_output=True, text=True)
-                if r.returncode != 0:
-                    err = [l for l in r.stderr.splitlines() if "error" in l][:3]
-                    raise RuntimeError(f"C compiler failed ({cc}): {err}")
-                os.replace(out, so)
-        lib = ctypes.CDLL(str(so))
-        lib.kernel.restype = ctypes.c_int64
-        lib.so_hash = h
+            try:
+                intact = c.read_text() == src
+            except (OSError, UnicodeDecodeError):
+                intact = False
+            if not intact:
+                _cache.write_atomic(c, src.encode())
+        lib = _load_so(src, h)
         _LOADED[h] = lib
         return lib
 
@@ -564,22 +604,26 @@ def _index_file(disk_key: str, in_storage, out_storage, lanes: int) -> Path:
 
 
 def _from_index(idx: Path, in_storage, out_storage) -> "Kernel | None":
-    """The kernel an earlier process built under this index file, or None."""
+    """The kernel an earlier process built under this index file, or None (trace again). The
+    kept source k_<h>.c is content-addressed (its hash must be h), so a damaged one is never
+    used; a damaged .so is rebuilt from it (`_load_so`)."""
     try:
         h = idx.read_text().strip()
     except OSError:
         return None
-    d = _cache_dir()
-    if len(h) != 24 or not (d / f"k_{h}.so").exists() or not (d / f"k_{h}.c").exists():
+    if len(h) != 24:
         return None
     with _LOCK:
         lib = _LOADED.get(h)
-        if lib is None:
-            lib = ctypes.CDLL(str(d / f"k_{h}.so"))
-            lib.kernel.restype = ctypes.c_int64
-            lib.so_hash = h
-            _LOADED[h] = lib
-    return Kernel(lib, in_storage, out_storage, None)
+    if lib is not None:
+        return Kernel(lib, in_storage, out_storage, None)
+    try:
+        src = (_cache_dir() / f"k_{h}.c").read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if _so_hash(src) != h:
+        return None
+    return Kernel(_build(src), in_storage, out_storage, src)
 
 
 class Kernel:

@@ -674,24 +674,28 @@ def build(src: str) -> Any:
 
 
 def _src_cache(disk_key: str | None, make: Callable[[], str]) -> str:
-    """make(), or the source an earlier process stored under disk_key (no tracing)."""
+    """make(), or the source an earlier process stored under disk_key (no tracing). A stored
+    source is used only when it has the size and sha256 recorded beside it (cu_<key>.sum,
+    mmaformal._cache); a damaged one is made again and replaced."""
     if disk_key is None:
         return make()
     here = Path(__file__).resolve().parent
     key = hashlib.sha256(disk_key.encode() + _cache.files_key(
         [here / "cuda.py", here / "compile.py", here / "bits.py"]).encode()).hexdigest()[:32]
+    p = None
     try:
         p = _cache.cache_dir() / f"cu_{key}.cu"
-        return p.read_text()
-    except OSError:
+        if _cache.sum_ok(p):
+            return p.read_text()
+    except (OSError, UnicodeDecodeError):
         pass
     src = make()
-    try:
-        tmp = p.with_name(f".{p.name}.{os.getpid()}")
-        tmp.write_text(src)
-        os.replace(tmp, p)
-    except (OSError, UnboundLocalError):
-        pass
+    if p is not None:
+        try:
+            _cache.write_atomic(p, src.encode())
+            _cache.write_sum(p)
+        except OSError:
+            pass
     return src
 
 
@@ -716,7 +720,7 @@ def _flag_check(flag, what: str) -> None:
 
 #: GEMM tiling: BM x BN outputs per block, TM x TN per thread, KS instruction steps per stage
 #: (KS is used by the whole-step kernel; the split kernel walks one step per stage).
-#: Source: bench/bench_gpu.py on an H100, 2026-11-24 22:14 UTC (README): 32x64 blocks with 2x4
+#: Source: bench/bench_gpu.py on an H100, 2026-11-24 22:14 UTC (docs/gpu.md): 32x64 blocks with 2x4
 #: outputs per thread, split kernel: 1.73 s for 8192^3 (16x64 1x4: 1.80 s; 32x32 2x2: 1.89 s;
 #: 16x16 1x4: 2.01 s; the whole-step kernel 16x64 1x4: 2.79 s); ALU-pipe bound (ncu).
 GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "32,64,2,4,1").split(","))

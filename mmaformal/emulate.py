@@ -1,7 +1,7 @@
 """Layer 5 front end, emulate: a whole GEMM with one instruction's exact arithmetic.
 
 May import: numpy, ctypes, mmaformal.compile, mmaformal.cuda (lazily), mmaformal.simulate (array contract),
-mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits (never z3).
+mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits, mmaformal.args (never z3).
 
 ``matmul(A, B, C, instr)`` computes D = A*B + C for any M, N and K as a GPU kernel's main loop
 built from that instruction would, bit for bit:
@@ -27,7 +27,7 @@ Sparse instructions (mma.sp, wgmma.sp, v_smfmac) take the dense A, at most 2 non
 group of 4 of K (tf32: 1 of 2; s4/u4: 2 aligned pairs of 8); each K-step derives its metadata
 (mmaformal.sparse).
 
-Inputs follow the simulate array contract (DESIGN.md): raw bits (unsigned ints of the format's
+Inputs follow the simulate array contract (docs/design.md): raw bits (unsigned ints of the format's
 storage width), numpy float16/float32/float64 or ml_dtypes arrays of values that are exact in
 the format (never rounded). A (M, K), B (K, N), C (M, N) or None (+0); block-scaled
 instructions also take scale_a (M, K / scale_block) and scale_b (K / scale_block, N). The
@@ -539,13 +539,15 @@ def add_parser(subparsers) -> Any:
     q.add_argument("--c", metavar="C.npy", help="C (M, N) (default: +0)")
     q.add_argument("--scale-a", metavar="SA.npy", help="block scales of A (M, K/scale_block)")
     q.add_argument("--scale-b", metavar="SB.npy", help="block scales of B (K/scale_block, N)")
-    q.add_argument("--out", required=True, metavar="D.npy", help="D (M, N) raw bits of the D format")
-    q.add_argument("--split-k", type=int, default=1, metavar="S")
+    from .args import out_file, positive_int
+    q.add_argument("--out", required=True, metavar="D.npy", type=out_file,
+                   help="D (M, N) raw bits of the D format (its folder must exist)")
+    q.add_argument("--split-k", type=positive_int, default=1, metavar="S")
     q.add_argument("--pad-k", action="store_true",
                    help="zero-pad K to a multiple of the instruction's k (else an error)")
     q.add_argument("--theory", metavar="ID", help="a theory id (default: the primary theory)")
     q.add_argument("--backend", choices=BACKENDS, default="auto")
-    q.add_argument("--threads", type=int, metavar="T")
+    q.add_argument("--threads", type=positive_int, metavar="T")
     q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
                    help="where to run: auto (default) takes an NVIDIA GPU when CuPy can use one")
     q.add_argument("--json", action="store_true")

@@ -158,7 +158,7 @@ def _classify(x: dict) -> str:
 
 
 def _special_rule(th, ins, ops, k_ids: list[int], flags: dict, with_c: bool) -> str:
-    """Which rule of seed 002 sec. 4.2 decided the result of one block."""
+    """Which rule of [Xie2025] sec. 4.2 decided the result of one block."""
     nan, pinf, ninf = (_b(flags.get(k)) for k in ("nan", "pinf", "ninf"))
     if not (nan or pinf or ninf):
         return "none (finite path)"

@@ -4,7 +4,7 @@ May import: mmaformal.bits (and the standard library). Every function here is wr
 over `BV`/`Bool` and so runs on every back-end (int, numpy lanes, z3, traced C).
 
 Invariants:
-- `decode` never normalizes: an `Unpacked` is exactly SignedSig/Exp of seed 002 (Algorithm 7,
+- `decode` never normalizes: an `Unpacked` is exactly SignedSig/Exp of [Xie2025] (Algorithm 7,
   lines 3-4): value = (-1)^sign * sig * 2^(exp - t), sig the integer significand with the
   hidden bit (p = t + 1 bits), exp = max(E, 1) - bias.
 - `round_to` is the only place that rounds to a format. Its input is an exact value, or an
@@ -119,7 +119,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
     _f("e2m1", 2, 1, 1, 8),
     _f("ue8m0", 8, 0, 127, 8, signed=False, nan="ones", subnormals=False),
     _f("ue4m3", 4, 3, 7, 8, signed=False, nan="ones"),
-    # Internal formats named by seed 002 Table 2 (RZ-E8M13): f32 range, 13 fraction bits,
+    # Internal formats named by [Xie2025] Table 2 (RZ-E8M13): f32 range, 13 fraction bits,
     # stored as f32 bits with the low 10 bits zero (docs/semantics.md, rho table), hence pad=10.
     # (Bug fixed: without the padding the 22-bit code landed in the low bits of the f32 word.)
     _f("e8m13", 8, 13, 127, 32, inf=True, nan="ieee", pad=10),

@@ -1,4 +1,4 @@
-"""Layer 3, mma: the elementary operations of seed 002 sec. 4 (Algorithms 1-11).
+"""Layer 3, mma: the elementary operations of [Xie2025] sec. 4 (Algorithms 1-11).
 
 May import: mmaformal.bits, mmaformal.fp. Each operation takes lists of storage-element `BV`s
 (one per vector position; on the numpy back-end each BV holds all dot products as lanes) and
@@ -6,7 +6,7 @@ returns the output element as a `BV`. Written once, run on every back-end.
 
 Invariants:
 - The finite path is computed for every input; NaN/Inf/signed-zero rules are an overlay of
-  `ite`s (`_special`), following seed 002 sec. 4.2 and the named parameters below.
+  `ite`s (`_special`), following [Xie2025] sec. 4.2 and the named parameters below.
 - Every choice the paper leaves open is a keyword parameter with a documented default:
   `zero_exp` (the exponent a zero term takes in e_max), `nan` (NaN encoding of the result),
   `overflow` (Inf or saturation at output rounding), `tf32_round` (how a 32-bit tf32
@@ -18,7 +18,7 @@ Integer MMA (`int_chain`): products and sums are exact (static widths), then the
 wraps (two's complement, low 32 bits) or, under .satfinite, is clamped to INT32_MIN..INT32_MAX
 at the end or after every block of L terms (`sat_at`); b1 operands give popc(a XOR/AND b).
 
-Source: seed 002 Algorithms 1-11; parameters are chosen per instruction by theories/;
+Source: [Xie2025] Algorithms 1-11; parameters are chosen per instruction by theories/;
 integer semantics: PTX ISA 9.7.14.5.14 (Integer operations, .satfinite).
 """
 from __future__ import annotations
@@ -61,10 +61,10 @@ def tracing():
         TRACE.reset(tok)
 
 
-#: NVIDIA's canonical NaN of each output format (seed 002 sec. 4.2).
+#: NVIDIA's canonical NaN of each output format ([Xie2025] sec. 4.2).
 NVIDIA_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF, "bf16": 0x7FFF, "f64": 0x7FFFFFFFFFFFFFFF}
 
-#: Output conversion functions of seed 002 Table 2: name -> (format, rounding mode).
+#: Output conversion functions of [Xie2025] Table 2: name -> (format, rounding mode).
 RHO = {
     "RZ-FP32": ("f32", "RZ"),
     "RZ-E8M13": ("e8m13", "RZ"),
@@ -217,7 +217,7 @@ def _zero_sign(terms: Sequence[Term]) -> Bool:
 
 
 def _special(out: Format, finite: BV, terms: Sequence[Term], nan_code: int) -> BV:
-    """seed 002 sec. 4.2: NaN in, Inf*0 or Inf-Inf -> NaN; else an Inf term -> that Inf."""
+    """[Xie2025] sec. 4.2: NaN in, Inf*0 or Inf-Inf -> NaN; else an Inf term -> that Inf."""
     K = finite.k
     nan = None
     pinf = None
@@ -462,7 +462,7 @@ def _rd_shift(x: BV, left: int, right: BV, width: int) -> BV:
 
 def _rz_shift(x: BV, left: int, right: BV, width: int) -> BV:
     """trunc(x * 2^left / 2^right) (toward zero) for a signed x, as `width` bits: the
-    symmetric twin of `_rd_shift` (seed 002 sec. 6.2.4, the hypothetical RZ instruction)."""
+    symmetric twin of `_rd_shift` ([Xie2025] sec. 6.2.4, the hypothetical RZ instruction)."""
     v = x.resize(width, True)
     v = v << left if left else v
     r = ite(right < 0, right.k.const(0, right.w, True), right).bitcast(False)
@@ -504,7 +504,7 @@ def tr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=No
     """Truncated rounded FDPA (Algorithm 10, AMD CDNA3 tf32/bf16/f16).
 
     align_round: the rounding of T and s_c when aligned at E (Algorithm 10 lines 14-15):
-    "RD" as the hardware (seed 002), "RZ" for the symmetric hypothetical twin of sec. 6.2.4."""
+    "RD" as the hardware ([Xie2025]), "RZ" for the symmetric hypothetical twin of sec. 6.2.4."""
     fa, fb = fmt(fa), fmt(fb)
     _check_lengths(a, b)
     prods = _tr_products(a, b, fa, fb)
@@ -540,7 +540,7 @@ def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=N
 # ------------------------------------------------------------------------------------------
 
 def _flush_in(u: Unpacked) -> Unpacked:
-    """FlushSubnormal: a subnormal input becomes +0 (seed 002 Algorithm 2, lines 1-3)."""
+    """FlushSubnormal: a subnormal input becomes +0 ([Xie2025] Algorithm 2, lines 1-3)."""
     K = u.sig.k
     sub = ~u.zero & (u.sig < (1 << u.fmt.t)) & u.finite
     return Unpacked(u.fmt, ite(sub, K.bconst(False), u.sign), u.exp,

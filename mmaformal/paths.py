@@ -19,7 +19,9 @@ chosen by, in this order:
 4. ``$XDG_DATA_HOME/mmaformal``, else ``~/.local/share/mmaformal`` (created when first written).
 
 A store has the repository's layout: ``proofs/<group>/``, ``proofs/cache/``,
-``counterexamples/<kind>/``, ``counterexamples/hw/<campaign>/``, plus ``probes/<target>/``.
+``counterexamples/<kind>/``, ``counterexamples/hw/<campaign>/`` (a GPU run writes it loose; the
+repository ships it packed, ``<campaign>.tar.zst``: mmaformal.hw.campaigns reads either), plus
+``probes/<target>/``.
 
 Invariants: nothing is written under an installed package (site-packages): its default store is
 the per-user folder, and a store inside the installed package is refused. A store the user
@@ -104,8 +106,8 @@ def check_store(path: "str | Path") -> Path:
     try:
         with tempfile.TemporaryFile(dir=p, prefix=".mmaformal-write-test-"):
             pass
-    except OSError as e:
-        raise StoreError(f"store {p}: not writable ({e.strerror or e})") from None
+    except OSError:
+        raise StoreError(f"store {p}: not writable (no file can be created there)") from None
     return p
 
 

@@ -9,7 +9,7 @@ the instruction's primary theory (or a named one) on the numpy back-end: every e
 tile at once, in chunks of lanes so memory stays bounded. All evaluation goes through
 ``Theory.dot``.
 
-Array contract (DESIGN.md): raw bits as unsigned integers of the format's storage width (uint8 for
+Array contract (docs/design.md): raw bits as unsigned integers of the format's storage width (uint8 for
 formats of 8 bits or less, one element per byte, fp6 in the low 6 bits, fp4 in the low 4; uint16;
 uint32, also for tf32; uint64). Also accepted: numpy float16/float32/float64 and ml_dtypes arrays,
 read by bit reinterpretation when their type is the format's own (a NaN keeps its payload),
@@ -407,16 +407,34 @@ def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
 
 
 def load_npy(path: str | None, what: str):
-    """The array in a .npy file (None for no path); `what` names the option in messages."""
+    """The array in a .npy file (None for no path); `what` names the option in messages.
+    A file that does not start with the .npy magic is "not a .npy file" (never read as
+    pickled data); an array stored big-endian is returned in native byte order (the same
+    values, so the same raw bits)."""
     if path is None:
         return None
     try:
-        return np.load(path, allow_pickle=False)
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
     except FileNotFoundError:
         raise ValueError(f"{what}: no such file {path!r}") from None
-    except Exception as e:  # not an .npy file, pickled data, truncated file ...
+    except IsADirectoryError:
+        raise ValueError(f"{what}: {path!r} is a directory, not a .npy file") from None
+    except OSError as e:
+        raise ValueError(f"{what}: cannot read {path!r}: {e.strerror or e}") from None
+    if magic != b"\x93NUMPY":
+        raise ValueError(f"{what}: cannot read {path!r}: not a .npy file (no .npy header; "
+                         f"write arrays with numpy.save)")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as e:  # object arrays, a truncated file ...
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if "pickle" in first:
+            first = "it holds Python objects, not numbers"
         raise ValueError(f"{what}: cannot read {path!r} as .npy ({first})") from None
+    if arr.dtype.byteorder not in ("=", "|") and arr.dtype.kind in "uifc":
+        arr = arr.astype(arr.dtype.newbyteorder("="))       # byte swap: same values, same bits
+    return arr
 
 
 def out_path(path: "str | os.PathLike") -> str:

@@ -5,7 +5,7 @@ mmaformal.isa, mmaformal.fp, mmaformal.simulate, mmaformal.emulate. Not imported
 itself, so hypothesis stays optional.
 
 The strategies draw raw-bit inputs (the design's array contract: unsigned integers of each
-format's storage width) of the CLFP probe classes of seed 002 sec. 3.1.4 (``CLASSES``:
+format's storage width) of the CLFP probe classes of [Xie2025] sec. 3.1.4 (``CLASSES``:
 normal, uniform, dnn, cancel, bits, sparse, subnormal, special, overflow, swamping), for one
 catalog instruction::
 

@@ -24,7 +24,7 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
     op = "t_fdpa"               # fdpa: t_fdpa st_fdpa gst_fdpa e_fdpa tr_fdpa gtr_fdpa
     L = 16                      # fdpa only: L_max; a K-long dot product chains ceil(K/L) blocks
     status = "hypothesis"       # "hypothesis" | "corroborated" | "refuted"
-    provenance = "seed 002 Table 4, Hopper FP16->FP32"
+    provenance = "[Xie2025] Table 4, Hopper FP16->FP32"
     competes_with = []          # ids of rival theories (symmetric)
     primary = true              # default true; rivals say false
     # optional composition keys (defaults shown):
@@ -56,7 +56,7 @@ there too). ``Theory.hash()`` is the sha256 of the canonical *arithmetic* conten
 computed: id, instructions, model, op, L, params, composition keys), so stale proofs are
 detected; status, provenance and rivals are beliefs about it and are not hashed.
 
-Source: seed 002 sec. 4 (Algorithms 5-11, Tables 3-7); per-theory sources are in the files.
+Source: [Xie2025] sec. 4 (Algorithms 5-11, Tables 3-7); per-theory sources are in the files.
 """
 from __future__ import annotations
 

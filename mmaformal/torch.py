@@ -1,7 +1,8 @@
-"""Layer 5 front end, torch: one instruction's exact GEMM arithmetic on PyTorch tensors.
+"""Layer 5 front end, torch: exact GEMM arithmetic of an instruction or a platform on tensors.
 
 May import: torch (the optional extra ``mmaformal[torch]``), numpy, mmaformal.emulate,
-mmaformal.cuda (CUDA tensors stay on the GPU), mmaformal.isa, mmaformal.theory, mmaformal.fp.
+mmaformal.cuda (CUDA tensors stay on the GPU), mmaformal.profile, mmaformal.isa,
+mmaformal.theory, mmaformal.fp, mmaformal.bits.
 
 ``matmul(a, b, c=None, *, instr, theory=None, split_k=1)``: D = A*B + C of 2-D tensors with the
 instruction's arithmetic, bit-identical to ``emulate.matmul`` on the same bits (c=None: +0;
@@ -13,11 +14,28 @@ the operands were raw bits), on the operands' device: CUDA tensors are computed 
 (mmaformal.cuda, no copy to the host), CPU tensors on the CPU. Block-scaled instructions run
 with unit scales (1.0). Wrong dtype, shape or a device mix: ValueError naming expected vs got.
 
-``emulating(instr, theory=None, strict=False)``: a TorchFunctionMode under which torch.matmul,
-``@``, torch.mm, torch.bmm, F.linear, torch.addmm and torch.baddbmm (functions and Tensor
-methods) whose two matrix operands have the instruction's A and B dtypes run through the
-instruction's arithmetic; other calls (other dtypes, other functions) pass through untouched
-(``strict=True``: a matrix product in another dtype is a ValueError instead). Rules:
+``matmul_rule(a, b, rule)``: D of 2-D tensors by a profile rule's schedule (mmaformal.profile:
+tf32 pre-rounding, zero padding of K, the K-block order, the split of K and the reduction of
+the parts), before the epilogue; D in the instruction's D dtype.
+
+``emulating(spec, theory=None, strict=False)``: a TorchFunctionMode. ``spec`` is an instruction
+(``"sm90/mma.m16n8k16.f32.f16.f16.f32"``) or a platform profile (a shipped name such as
+``"h100-cublas"``, a path to a ``.toml`` file, or a ``profile.Profile``). Under it torch.matmul,
+``@``, torch.mm, torch.bmm, F.linear, torch.addmm, torch.baddbmm (functions and Tensor methods),
+torch.einsum, torch.tensordot, torch.linalg.multi_dot, torch.chain_matmul,
+F.scaled_dot_product_attention and torch._scaled_mm run through exact arithmetic:
+
+- an instruction: every product whose operands have its A and B dtypes, the whole K chained in
+  increasing k-blocks (``_scaled_mm`` too, whatever ``use_fast_accum``); other dtypes pass
+  through untouched (``strict=True``: an EmulationError);
+- a profile: each product is described as a ``profile.Call`` (op, formats, M, N, K, batch,
+  layouts, torch's math flags) and runs the schedule of the first rule that matches. A call no
+  rule covers: ``strict=True`` raises EmulationError naming the call; otherwise the profile's
+  default rule for its formats and flags runs, with one EmulationWarning per kind of call, or,
+  where there is none, the call runs natively with one warning. ``mode.log`` lists (call, rule
+  id, covered) of every product.
+
+Rules common to both:
 
 - batched: leading dimensions broadcast as torch.matmul does; each matrix is one GEMM; 1-D
   operands are promoted and squeezed as torch.matmul does; M and N are free;
@@ -25,14 +43,28 @@ instruction's arithmetic; other calls (other dtypes, other functions) pass throu
   its last K tile; ``emulate.matmul(pad_k=True)``);
 - accumulation starts from +0 (C = +0); the bias / ``input`` term of F.linear, addmm and
   baddbmm and the alpha, beta factors are an epilogue in float32 by torch, out = alpha * D +
-  beta * input (as a cuBLAS epilogue), then cast to the dtype torch.matmul would return (the
-  operands' dtype) by torch (RNE). Where that dtype is D's (e.g. f32 tf32 GEMMs, f16 -> f16
-  instructions) and there is no epilogue, D's bits are returned unchanged (NaN payloads, -0);
+  beta * input (as a cuBLAS epilogue), then cast to the dtype torch would return (the
+  operands' dtype, or ``out_dtype``) by torch (RNE). Where that dtype is D's and there is no
+  epilogue, D's bits are returned unchanged (NaN payloads, -0);
+- einsum, tensordot, multi_dot, chain_matmul: lowered by torch itself (its decomposition into
+  aten.mm / aten.bmm), each of those GEMMs emulated with the user-level op's name;
+- F.scaled_dot_product_attention: its math definition (torch's documented reference): S =
+  (Q @ K^T) * scale, + the causal / attn_mask bias, torch.softmax over the last dimension, then
+  S @ V; both products emulated (op ``sdpa``); dropout_p must be 0; enable_gqa repeats K and V
+  as the reference does. This is the math backend, not a fused flash kernel;
+- torch._scaled_mm (e4m3 / e5m2): D by the schedule, then (s_a * s_b) * D (tensor-wise or
+  row-wise scales; the rule's ``scale_order``), + bias, * scale_result, in float32, cast to
+  out_dtype by torch;
+- ops whose arithmetic is not modelled (convolutions, fused attention / RNN / transformer
+  kernels, mv, dot, addbmm, _int_mm, grouped GEMMs): ``strict=True`` raises EmulationError
+  naming the op; otherwise they run natively with one EmulationWarning per op;
+- operand dtypes that differ (other than the fp8 pairs of _scaled_mm): EmulationError;
 - forward only: an operand that requires grad while grad mode is on is a ValueError (run the
   forward under ``torch.no_grad()`` or ``torch.inference_mode()``; inputs are then detached).
 
-Invariant: the arithmetic is emulate.matmul's / mmaformal.cuda's (one definition); this module
-only moves bits between tensors and those arrays.
+Invariant: the arithmetic is emulate.matmul's / mmaformal.cuda's (one definition) and fp's (the
+tf32 pre-rounding, the IEEE additions of a split's parts); this module moves bits between
+tensors and those arrays and composes them as the schedule says.
 """
 from __future__ import annotations
 
@@ -40,11 +72,25 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
+import math
+import warnings
+
 from . import fp, isa
+from . import profile as _profile
 from . import theory as _theory
 from .isa import Instruction
 
-__all__ = ["matmul", "emulating", "torch_dtype"]
+__all__ = ["matmul", "matmul_rule", "emulating", "torch_dtype", "format_of", "EmulationError",
+           "EmulationWarning"]
+
+
+class EmulationError(ValueError):
+    """A call that emulating() cannot run as asked (strict: not covered, not modelled; operand
+    dtypes that differ; bad arguments); the message is one line."""
+
+
+class EmulationWarning(UserWarning):
+    """A call that ran by a default rule or natively under emulating() (not strict)."""
 
 #: format name -> torch dtype whose bits are the format
 _TORCH = {
@@ -193,6 +239,110 @@ def _gemm_cuda(ins, th, A, B, C, split_k, pad_k, sa, sb):
 
 
 # --------------------------------------------------------------------------------------------
+# Schedules (profile rules) on tensors
+
+
+def format_of(dtype) -> str | None:
+    """The format name of a torch dtype (float32 -> "f32"), or None (integers, complex, ...)."""
+    for name in ("f16", "bf16", "f32", "f64", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"):
+        if _TORCH.get(name) is not None and _TORCH[name] == dtype:
+            return name
+    return None
+
+
+def _np_bits(t: torch.Tensor, fmt_name: str) -> np.ndarray:
+    st = fp.fmt(fmt_name).storage
+    t = t.detach().contiguous().cpu()
+    return (t.view(_SIGNED[st]) if t.dtype != _SIGNED[st] else t).numpy().view(_NP[st])
+
+
+def _tf32_rne(t: torch.Tensor) -> torch.Tensor:
+    """float32 tensor rounded to tf32 by RNE (kept in its f32 container: the low 13 bits zero).
+    Inf stays Inf; a NaN stays a NaN (its high payload kept, quiet bit set), as mma's tf32
+    container read does for tf32_round = RNE."""
+    from .bits import NUMPY, ite
+    u = _np_bits(t, "f32")
+    x = NUMPY.lift(u.reshape(-1), 32)
+    d = fp.decode("f32", x)
+    r = fp.round_to("tf32", d.sign, d.exp - 23, d.sig, "RNE")
+    special = (d.bits & 0xFFFFE000) | ite(d.nan, NUMPY.const(0x00400000, 32, False),
+                                          NUMPY.const(0, 32, False))
+    out = ite(d.nan | d.inf, special, r)
+    v = np.broadcast_to(np.asarray(out.v), (u.size,)).astype(np.uint32).reshape(u.shape)
+    return torch.from_numpy(v.view(np.int32).copy()).view(torch.float32).to(t.device)
+
+
+def _raw(t: torch.Tensor) -> torch.Tensor:
+    """The same storage as a signed integer tensor (padding, indexing of any dtype, fp8 too)."""
+    return t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def _add_bits(fmt_name: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x + y elementwise, IEEE RNE in the format (emulate's split-K reduction)."""
+    from . import emulate
+    s = emulate._add(fmt_name, _np_bits(x, fmt_name), _np_bits(y, fmt_name), emulate._backend("auto"))
+    return _from_bits(s, fmt_name, False, x.device)
+
+
+def matmul_rule(a: torch.Tensor, b: torch.Tensor, rule: "_profile.Rule", theory=None,
+                out_dtype=None) -> torch.Tensor:
+    """D (instruction D dtype) of the 2-D product a @ b by the rule's schedule (module docstring
+    of mmaformal.profile): pre-rounding, +0 padding of K, K-block order, split and reduction.
+    A split reduced in the output format (``reduce_format = "out"``) needs out_dtype and
+    returns that dtype."""
+    ins = rule.instruction
+    th = theory if theory is not None else rule.theory
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise EmulationError(f"{rule.id}: a and b must be 2-D with equal inner dimensions, got "
+                             f"{tuple(a.shape)} and {tuple(b.shape)}")
+    if rule.pre_round == "tf32-rne":
+        a, b = _tf32_rne(a), _tf32_rne(b)
+    M, K = a.shape
+    N = b.shape[1]
+    k = ins.k
+    if K == 0:
+        return torch.zeros(M, N, dtype=torch_dtype(ins.d), device=a.device)
+    Kp = -(-K // k) * k
+    nb = Kp // k
+    ra, rb = _raw(a), _raw(b)
+    if Kp != K:
+        pa = torch.zeros(M, Kp, dtype=ra.dtype, device=a.device)
+        pb = torch.zeros(Kp, N, dtype=rb.dtype, device=b.device)
+        pa[:, :K] = ra
+        pb[:K] = rb
+        ra, rb = pa, pb
+    if rule.order == "decreasing":
+        idx = torch.arange(Kp, device=a.device).reshape(nb, k).flip(0).reshape(-1)
+        ra, rb = ra[:, idx], rb[idx]
+    a, b = ra.view(a.dtype), rb.view(b.dtype)
+    parts = rule.split.parts(nb, k) if rule.split else [(0, nb)]
+    if len(parts) == 1:
+        return matmul(a, b, instr=ins, theory=th)
+    P = [matmul(a[:, s * k:e * k], b[s * k:e * k], instr=ins, theory=th) for s, e in parts]
+    if rule.split.reduce_format == "out":
+        if out_dtype is None:
+            raise EmulationError(f"{rule.id}: a split reduced in the output format needs out_dtype")
+        D = torch.zeros(P[0].shape, dtype=out_dtype, device=P[0].device)
+        for p in P:
+            D = _add_bits(ins.d, D.to(P[0].dtype), p).to(out_dtype)
+        return D
+    if rule.split.reduce == "pairwise":
+        while len(P) > 1:
+            P = [_add_bits(ins.d, P[i], P[i + 1]) if i + 1 < len(P) else P[i]
+                 for i in range(0, len(P), 2)]
+        return P[0]
+    D = torch.zeros_like(P[0])
+    for p in P:
+        D = _add_bits(ins.d, D, p)
+    return D
+
+
+def _instruction_rule(ins: Instruction, theory) -> "_profile.Rule":
+    return _profile.Rule(ins.name, "hypothesis", "one instruction", ins, theory,
+                         {"a": (ins.a,), "b": (ins.b,)})
+
+
+# --------------------------------------------------------------------------------------------
 # The function mode
 
 
@@ -210,65 +360,418 @@ def _mm_fns():
     }
 
 
-class emulating(TorchFunctionMode):
-    """``with emulating("sm90/mma.m16n8k16.f32.f16.f16.f32"): y = model(x)`` (module docstring)."""
+def _lowered_fns():
+    """User-level ops emulated through torch's own lowering to aten.mm / aten.bmm."""
+    return {torch.einsum: "einsum", torch.functional.einsum: "einsum",
+            torch.tensordot: "tensordot", torch.functional.tensordot: "tensordot",
+            torch.linalg.multi_dot: "multi_dot", torch.chain_matmul: "multi_dot",
+            torch.functional.chain_matmul: "multi_dot"}
 
-    def __init__(self, instr, theory=None, strict: bool = False):
+
+#: ops whose arithmetic is not modelled (module docstring), by attribute path
+_UNMODELLED = {
+    "conv1d": "convolution", "conv2d": "convolution", "conv3d": "convolution",
+    "conv_transpose1d": "convolution", "conv_transpose2d": "convolution",
+    "conv_transpose3d": "convolution", "convolution": "convolution", "conv_tbc": "convolution",
+    "bilinear": "a fused bilinear form", "addbmm": "a batch-reducing GEMM", "addmv": "a GEMV",
+    "mv": "a GEMV", "dot": "a dot-product kernel", "vdot": "a dot-product kernel",
+    "inner": "a dot-product kernel", "cdist": "a distance kernel", "_int_mm": "an integer GEMM",
+    "_addmm_activation": "a fused GEMM and activation", "_grouped_mm": "a grouped GEMM",
+    "_scaled_grouped_mm": "a grouped GEMM", "_native_multi_head_attention": "a fused attention kernel",
+    "_transformer_encoder_layer_fwd": "a fused transformer kernel",
+    "_scaled_dot_product_flash_attention": "a fused attention kernel",
+    "_scaled_dot_product_efficient_attention": "a fused attention kernel",
+    "lstm": "a fused RNN kernel", "gru": "a fused RNN kernel", "rnn_tanh": "a fused RNN kernel",
+    "rnn_relu": "a fused RNN kernel",
+}
+
+
+def _unmodelled_fns() -> dict:
+    out = {}
+    F = torch.nn.functional
+    for name, why in _UNMODELLED.items():
+        for owner in (torch, F, torch.Tensor):
+            f = getattr(owner, name, None)
+            if f is not None and callable(f):
+                try:
+                    out[f] = (name, why)
+                except TypeError:                 # unhashable
+                    pass
+    return out
+
+
+def _dt(t) -> str:
+    return str(t.dtype).replace("torch.", "") if isinstance(t, torch.Tensor) else type(t).__name__
+
+
+def _layout(t: torch.Tensor) -> str:
+    if t.dim() < 2 or t.stride(-1) == 1 or t.shape[-1] == 1:
+        return "row"
+    if t.stride(-2) == 1 or t.shape[-2] == 1:
+        return "col"
+    return "strided"
+
+
+def _tf32_flag() -> bool:
+    m = torch.backends.cuda.matmul
+    try:
+        p = getattr(m, "fp32_precision", None)
+        if p == "tf32":
+            return True
+        if p == "ieee":
+            return False
+    except (RuntimeError, AttributeError):
+        pass
+    try:
+        return bool(m.allow_tf32)
+    except (RuntimeError, AttributeError):
+        return torch.get_float32_matmul_precision() != "highest"
+
+
+def _rpr_flag(dtype) -> bool:
+    m = torch.backends.cuda.matmul
+    name = {torch.float16: "allow_fp16_reduced_precision_reduction",
+            torch.bfloat16: "allow_bf16_reduced_precision_reduction"}.get(dtype)
+    try:
+        return bool(getattr(m, name)) if name else False
+    except (RuntimeError, AttributeError):
+        return False
+
+
+class _Lowering:
+    """A TorchDispatchMode (built lazily: torch.utils._python_dispatch) that lets torch decompose
+    a composite op and emulates the aten.mm / aten.bmm it lowers to."""
+
+    def __new__(cls, mode, op):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        aten = torch.ops.aten
+        gemms = {aten.mm.default, aten.bmm.default}
+
+        class Lower(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if func in gemms and not kwargs:
+                    r = mode._gemm(op, args[0], args[1], None)
+                    if r is not None:
+                        return _epilogue(r[0], args[0].dtype, None, 1, 1)
+                    return func(*args, **kwargs)
+                with self:
+                    r = func.decompose(*args, **kwargs)
+                if r is not NotImplemented:
+                    return r
+                return func(*args, **kwargs)
+        return Lower()
+
+
+class emulating(TorchFunctionMode):
+    """``with emulating("h100-cublas"): y = model(x)`` or ``emulating("sm90/mma.m16n8k16.f32.f16.f16.f32")``
+    (module docstring)."""
+
+    def __init__(self, spec, theory=None, strict: bool = False):
         super().__init__()
-        self.ins = _ins(instr)
-        self.theory = _theory.default().resolve(self.ins, theory)
         self.strict = strict
-        self.calls = 0                            # products run through the instruction
+        self.calls = 0                            # products run through exact arithmetic
+        self.log: list[tuple[str, str, bool]] = []   # (call, rule id / instruction, covered)
+        self._warned: set[str] = set()
+        if _is_instruction(spec):
+            self.ins = _ins(spec)
+            self.theory = _theory.default().resolve(self.ins, theory)
+            self.profile = None
+            self._rule = _instruction_rule(self.ins, self.theory)
+        else:
+            if theory is not None:
+                raise EmulationError("theory= applies to an instruction; a profile names its "
+                                     "theories per rule")
+            self.ins = self.theory = self._rule = None
+            self.profile = _profile.load(spec)
         self._kinds = {f: k for k, fs in _mm_fns().items() for f in fs}
+        self._lowered = _lowered_fns()
+        self._unmodelled = _unmodelled_fns()
+        F = torch.nn.functional
+        self._sdpa = {F.scaled_dot_product_attention}
+        self._smm = {f for f in (getattr(torch, "_scaled_mm", None),) if f is not None}
+
+    @property
+    def name(self) -> str:
+        return self.ins.name if self.profile is None else f"profile {self.profile.id}"
+
+    # ---- dispatch
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
-        kind = self._kinds.get(func)
-        if kind is None:
-            return func(*args, **kwargs)
         try:
-            ops = _operands(kind, args, kwargs)
-        except TypeError:
+            kind = self._kinds.get(func)
+            lowered = self._lowered.get(func)
+            special = func in self._sdpa or func in self._smm
+            unmodelled = self._unmodelled.get(func)
+        except TypeError:                         # unhashable callables
             return func(*args, **kwargs)
-        x, y = ops["x"], ops["y"]
-        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)) or \
-                x.dtype != torch_dtype(self.ins.a) or y.dtype != torch_dtype(self.ins.b):
-            if self.strict and isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-                raise ValueError(f"{self.ins.name} takes {self.ins.a} x {self.ins.b} "
-                                 f"({_want(self.ins.a)} x {_want(self.ins.b)}), got "
-                                 f"{str(x.dtype).replace('torch.', '')} x {str(y.dtype).replace('torch.', '')}")
-            return func(*args, **kwargs)
-        if ops.get("out") is not None:
-            raise ValueError(f"{func.__name__}: out= is not supported under emulating()")
-        _check_grad(x, y, ops.get("input"))
-        self.calls += 1
-        with torch.no_grad():
-            d = self._product(x, y)
-            return _epilogue(d, x.dtype, ops.get("input"), ops.get("alpha", 1), ops.get("beta", 1))
+        if kind is not None:
+            return self._mm_op(func, kind, args, kwargs)
+        if lowered is not None:
+            _check_grad(*_tensors(args, kwargs))
+            with torch.no_grad(), _Lowering(self, lowered):
+                return func(*args, **kwargs)
+        if special:
+            if func in self._sdpa:
+                return self._sdpa_op(func, args, kwargs)
+            return self._scaled_mm_op(func, args, kwargs)
+        if unmodelled is not None and any(t.is_floating_point() for t in _tensors(args, kwargs)):
+            name, why = unmodelled
+            msg = f"{name} is not emulated under emulating({self.name}): {why} whose arithmetic is not modelled"
+            if self.strict:
+                raise EmulationError(msg)
+            self._warn(name, msg + "; it runs natively")
+        return func(*args, **kwargs)
 
-    def _product(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def _warn(self, key: str, msg: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(msg, EmulationWarning, stacklevel=4)
+
+    # ---- planning
+
+    def _plan(self, call: "_profile.Call", x, y) -> "_profile.Rule | None":
+        """The rule to run the call with, or None: run it natively (raises under strict)."""
+        if self.profile is None:
+            ins = self.ins
+            if x.dtype == torch_dtype(ins.a) and y.dtype == torch_dtype(ins.b):
+                return self._rule
+            if self.strict:
+                raise EmulationError(f"{ins.name} takes {ins.a} x {ins.b} ({_want(ins.a)} x "
+                                     f"{_want(ins.b)}), got {_dt(x)} x {_dt(y)} ({call.op})")
+            return None
+        rule, covered = self.profile.select(call)
+        if covered:
+            return rule
+        desc = call.describe()
+        if self.strict:
+            raise EmulationError(f"profile {self.profile.id}: no rule covers {desc}")
+        key = f"{call.op}|{call.a}|{call.b}|{call.out}"
+        if rule is None:
+            self._warn(key, f"profile {self.profile.id}: no rule covers {desc}, and no default "
+                            f"rule for {call.a} x {call.b}: it runs natively (not emulated)")
+            return None
+        self._warn(key, f"profile {self.profile.id}: no rule covers {desc}: using the default "
+                        f"rule {rule.id} ({rule.instruction.name})")
+        return rule
+
+    def _call(self, op, x, y, out_dtype, **extra) -> "_profile.Call | None":
+        fa, fb = format_of(x.dtype), format_of(y.dtype)
+        if fa is None or fb is None:
+            return None
+        xv = x.unsqueeze(0) if x.dim() == 1 else x
+        yv = y.unsqueeze(-1) if y.dim() == 1 else y
+        batch = torch.broadcast_shapes(xv.shape[:-2], yv.shape[:-2])
+        nb = int(np.prod(batch)) if len(batch) else 1
+        fo = format_of(out_dtype) or fa
+        return _profile.Call(op, fa, fb, fo, int(xv.shape[-2]), int(yv.shape[-1]),
+                             int(xv.shape[-1]), nb, _layout(xv), _layout(yv), _tf32_flag(),
+                             _rpr_flag(x.dtype), **extra)
+
+    def _check_mix(self, op, x, y) -> None:
+        if x.dtype != y.dtype and x.is_floating_point() and y.is_floating_point():
+            raise EmulationError(f"{op}: operand dtypes differ: {_dt(x)} x {_dt(y)} (emulating"
+                                 f"({self.name}) takes one dtype for both)")
+
+    def _gemm(self, op, x, y, out_dtype):
+        """D of x @ y (torch.matmul shapes) by the planned rule, cast to the result dtype
+        (out_dtype, else the operands'); None: not emulated (run natively)."""
+        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+            return None
+        self._check_mix(op, x, y)
+        call = self._call(op, x, y, out_dtype)
+        if call is None:
+            if self.strict and (x.is_floating_point() or y.is_floating_point()):
+                raise EmulationError(f"{op}: {_dt(x)} x {_dt(y)} has no format under emulating({self.name})")
+            return None
+        rule = self._plan(call, x, y)
+        if rule is None:
+            return None
+        self.calls += 1
+        self.log.append((call.describe(), rule.id, True if self.profile is None else
+                         self.profile.select(call)[1]))
+        with torch.no_grad():
+            d = self._product(x, y, rule, out_dtype)
+        return d, rule
+
+    def _product(self, x: torch.Tensor, y: torch.Tensor, rule, out_dtype=None) -> torch.Tensor:
         """torch.matmul's shape rules over 2-D emulated GEMMs; D in the D dtype."""
         if x.device != y.device:
-            raise ValueError(f"{self.ins.name}: operands on different devices: {x.device}, {y.device}")
+            raise EmulationError(f"{self.name}: operands on different devices: {x.device}, {y.device}")
+        ins = rule.instruction
         xv = x.unsqueeze(0) if x.dim() == 1 else x
         yv = y.unsqueeze(-1) if y.dim() == 1 else y
         batch = torch.broadcast_shapes(xv.shape[:-2], yv.shape[:-2])
         M, K = xv.shape[-2:]
         K2, N = yv.shape[-2:]
         if K != K2:
-            raise ValueError(f"{self.ins.name}: shapes {tuple(x.shape)} and {tuple(y.shape)} "
-                             f"cannot be multiplied ({K} != {K2})")
+            raise EmulationError(f"{self.name}: shapes {tuple(x.shape)} and {tuple(y.shape)} "
+                                 f"cannot be multiplied ({K} != {K2})")
         xb = xv.expand(*batch, M, K).reshape(-1, M, K)
         yb = yv.expand(*batch, K, N).reshape(-1, K, N)
-        outs = [matmul(xb[i], yb[i], instr=self.ins, theory=self.theory, pad_k=True)
+        th = self.theory if self.profile is None else None
+        outs = [matmul_rule(xb[i], yb[i], rule, theory=th, out_dtype=out_dtype or x.dtype)
                 for i in range(xb.shape[0])]
         d = torch.stack(outs).reshape(*batch, M, N) if outs else \
-            torch.empty(*batch, M, N, dtype=torch_dtype(self.ins.d), device=x.device)
+            torch.empty(*batch, M, N, dtype=torch_dtype(ins.d), device=x.device)
         if x.dim() == 1:
             d = d.squeeze(-2)
         if y.dim() == 1:
             d = d.squeeze(-1)
         return d
+
+    # ---- the ops
+
+    def _mm_op(self, func, kind, args, kwargs):
+        try:
+            ops = _operands(kind, args, kwargs)
+        except TypeError:
+            return func(*args, **kwargs)
+        x, y = ops["x"], ops["y"]
+        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+            return func(*args, **kwargs)
+        if ops.get("out") is not None:
+            raise EmulationError(f"{func.__name__}: out= is not supported under emulating()")
+        _check_grad(x, y, ops.get("input"))
+        out_dtype = ops.get("out_dtype")
+        r = self._gemm(kind if kind != "rmatmul" else "matmul", x, y, out_dtype)
+        if r is None:
+            return func(*args, **kwargs)
+        d, _ = r
+        with torch.no_grad():
+            return _epilogue(d, out_dtype or x.dtype, ops.get("input"), ops.get("alpha", 1),
+                             ops.get("beta", 1))
+
+    def _sdpa_op(self, func, args, kwargs):
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        p = dict(zip(names, args))
+        p.update(kwargs)
+        q, k, v = p.get("query"), p.get("key"), p.get("value")
+        if not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
+            return func(*args, **kwargs)
+        extra = set(p) - set(names)
+        if extra:
+            raise EmulationError(f"scaled_dot_product_attention: argument {sorted(extra)[0]} is "
+                                 f"not supported under emulating()")
+        if p.get("dropout_p", 0.0):
+            raise EmulationError("scaled_dot_product_attention under emulating(): dropout_p "
+                                 f"must be 0, got {p['dropout_p']}")
+        _check_grad(q, k, v, p.get("attn_mask"))
+        for t in (k, v):
+            self._check_mix("scaled_dot_product_attention", q, t)
+        call = self._call("sdpa", q, k.transpose(-2, -1), None)
+        if call is None or self._plan(call, q, k) is None:
+            return func(*args, **kwargs)
+        with torch.no_grad():
+            return self._sdpa_math(q, k, v, p.get("attn_mask"), bool(p.get("is_causal", False)),
+                                   p.get("scale"), bool(p.get("enable_gqa", False)))
+
+    def _sdpa_math(self, q, k, v, attn_mask, is_causal, scale, enable_gqa):
+        """torch's documented reference of scaled_dot_product_attention, products emulated."""
+        L, S = q.size(-2), k.size(-2)
+        scale_factor = 1 / math.sqrt(q.size(-1)) if scale is None else scale
+        attn_bias = torch.zeros(L, S, dtype=q.dtype, device=q.device)
+        if is_causal:
+            if attn_mask is not None:
+                raise EmulationError("scaled_dot_product_attention: is_causal and attn_mask "
+                                     "are exclusive")
+            keep = torch.ones(L, S, dtype=torch.bool, device=q.device).tril(diagonal=0)
+            attn_bias = attn_bias.masked_fill(keep.logical_not(), float("-inf"))
+        if attn_mask is not None:
+            if attn_mask.dtype == torch.bool:
+                attn_bias = attn_bias.masked_fill(attn_mask.logical_not(), float("-inf"))
+            else:
+                attn_bias = attn_mask + attn_bias
+        if enable_gqa:
+            k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
+            v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+        s = self._gemm("sdpa", q, k.transpose(-2, -1), None)
+        if s is None:
+            raise EmulationError("scaled_dot_product_attention: Q @ K^T could not be emulated")
+        attn = _epilogue(s[0], q.dtype, None, 1, 1) * scale_factor
+        attn = attn + attn_bias
+        attn = torch.softmax(attn, dim=-1)
+        o = self._gemm("sdpa", attn, v, None)
+        if o is None:
+            raise EmulationError("scaled_dot_product_attention: P @ V could not be emulated")
+        return _epilogue(o[0], q.dtype, None, 1, 1)
+
+    def _scaled_mm_op(self, func, args, kwargs):
+        names = ("self", "mat2", "scale_a", "scale_b", "bias", "scale_result", "out_dtype",
+                 "use_fast_accum")
+        p = dict(zip(names, args))
+        p.update(kwargs)
+        if "input" in p and "self" not in p:
+            p["self"] = p.pop("input")
+        a, b = p.get("self"), p.get("mat2")
+        sa, sb = p.get("scale_a"), p.get("scale_b")
+        if not all(isinstance(t, torch.Tensor) for t in (a, b, sa, sb)):
+            return func(*args, **kwargs)
+        extra = set(p) - set(names)
+        if extra:
+            raise EmulationError(f"_scaled_mm: argument {sorted(extra)[0]} is not supported "
+                                 f"under emulating()")
+        if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+            raise EmulationError(f"_scaled_mm: a (M, K) and b (K, N) expected, got "
+                                 f"{tuple(a.shape)} and {tuple(b.shape)}")
+        fa, fb = format_of(a.dtype), format_of(b.dtype)
+        if fa not in ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz") or fb not in ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"):
+            raise EmulationError(f"_scaled_mm: fp8 operands expected, got {_dt(a)} x {_dt(b)}")
+        M, N = a.shape[0], b.shape[1]
+        if sa.numel() == 1 and sb.numel() == 1:
+            scaling = "tensor"
+        elif tuple(sa.shape) == (M, 1) and tuple(sb.shape) == (1, N):
+            scaling = "row"
+        else:
+            raise EmulationError(f"_scaled_mm: scales must be tensor-wise (one element each) or "
+                                 f"row-wise ({M}, 1) and (1, {N}), got {tuple(sa.shape)} and {tuple(sb.shape)}")
+        _check_grad(a, b)
+        out_dtype = p.get("out_dtype") or a.dtype
+        fast = bool(p.get("use_fast_accum", False))
+        call = self._call("scaled_mm", a, b, out_dtype, fast_accum=fast, scaling=scaling)
+        rule = self._plan(call, a, b)
+        if rule is None:
+            return func(*args, **kwargs)
+        self.calls += 1
+        self.log.append((call.describe(), rule.id, True if self.profile is None else
+                         self.profile.select(call)[1]))
+        th = self.theory if self.profile is None else None
+        with torch.no_grad():
+            d = matmul_rule(a, b, rule, theory=th, out_dtype=torch.float32).to(torch.float32)
+            fa32, fb32 = sa.to(torch.float32), sb.to(torch.float32)
+            if scaling == "tensor":
+                fa32, fb32 = fa32.reshape(()), fb32.reshape(())
+            if rule.epilogue.scale_order == "ab":
+                y = d * (fa32 * fb32)
+            else:
+                y = (d * fa32) * fb32
+            if p.get("bias") is not None:
+                y = y + p["bias"].to(torch.float32)
+            if p.get("scale_result") is not None:
+                y = y * p["scale_result"].to(torch.float32)
+            return y.to(out_dtype)
+
+
+def _is_instruction(spec) -> bool:
+    if isinstance(spec, Instruction):
+        return True
+    if isinstance(spec, (_profile.Profile,)) or not isinstance(spec, str):
+        return False
+    if spec.endswith(".toml"):
+        return False
+    head = spec.split("/", 1)[0]
+    return "/" in spec and (head in isa.ARCHS or head in isa.ALIASES)
+
+
+def _tensors(args, kwargs) -> list:
+    out = []
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out.extend(t for t in v if isinstance(t, torch.Tensor))
+    return out
 
 
 def _operands(kind: str, args, kwargs) -> dict:
@@ -279,7 +782,7 @@ def _operands(kind: str, args, kwargs) -> dict:
         return kwargs.get(name, default)
     if kind in ("matmul", "mm", "bmm"):
         return {"x": arg(0, "input"), "y": arg(1, "other" if kind == "matmul" else "mat2"),
-                "out": kwargs.get("out")}
+                "out": kwargs.get("out"), "out_dtype": kwargs.get("out_dtype")}
     if kind == "rmatmul":
         return {"x": arg(1, "other"), "y": arg(0, "input")}
     if kind == "linear":
@@ -289,7 +792,8 @@ def _operands(kind: str, args, kwargs) -> dict:
     # addmm(input, mat1, mat2, *, beta, alpha) / baddbmm(input, batch1, batch2, ...)
     return {"x": arg(1, "mat1" if kind == "addmm" else "batch1"),
             "y": arg(2, "mat2" if kind == "addmm" else "batch2"), "input": arg(0, "input"),
-            "beta": kwargs.get("beta", 1), "alpha": kwargs.get("alpha", 1), "out": kwargs.get("out")}
+            "beta": kwargs.get("beta", 1), "alpha": kwargs.get("alpha", 1), "out": kwargs.get("out"),
+            "out_dtype": kwargs.get("out_dtype")}
 
 
 def _epilogue(d: torch.Tensor, dtype, inp, alpha, beta) -> torch.Tensor:
@@ -301,4 +805,3 @@ def _epilogue(d: torch.Tensor, dtype, inp, alpha, beta) -> torch.Tensor:
     if inp is not None and beta != 0:
         acc = acc + (inp.to(acc.dtype) * beta if beta != 1 else inp.to(acc.dtype))
     return acc.to(dtype)
-

@@ -213,7 +213,7 @@ def hexs(xs) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------
-# Input classes of the FDPA tests (CLFP classes of seed 002 sec. 3, plus adversarial ones)
+# Input classes of the FDPA tests (CLFP classes of [Xie2025] sec. 3, plus adversarial ones)
 # ------------------------------------------------------------------------------------------
 
 #: The input classes every FDPA configuration is checked on.

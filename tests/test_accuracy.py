@@ -1,4 +1,4 @@
-"""Tests of mmaformal.accuracy: the exact reference, the statistics, the seed 002 Figure 3
+"""Tests of mmaformal.accuracy: the exact reference, the statistics, the [Xie2025] Figure 3
 reproduction (CDNA3 f16 round-down bias vs its RZ twin), plots, the verb."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ H8 = "sm90/wgmma.m64n8k32.f32.e4m3.e4m3"
 
 
 def test_fig3_rd_bias_negative_rz_twin_unbiased():
-    """Seed 002 sec. 6.2.4: C ~ N(0,1), A, B ~ 1000 N(0,1). The RD inside TR-FDPA rounds the
+    """[Xie2025] sec. 6.2.4: C ~ N(0,1), A, B ~ 1000 N(0,1). The RD inside TR-FDPA rounds the
     aligned c down to units of 2^(E - F) (E ~ 2^20 here, F = 24: 1/16), a mean of about
     -1/32; the RZ twin rounds toward zero, symmetric for symmetric c."""
     res = accuracy.study([CDNA3], dist="fig3", n=20000, seed=0, twin=True)
@@ -83,7 +83,7 @@ def test_exact_rounding_instruction_is_within_half_an_ulp():
 
 
 def test_side_by_side_hopper_fp8_vs_fp16():
-    """Seed 002 sec. 6.2.2-6.2.3: Hopper FP8 (F = 13, RZ-E8M13) is far less accurate than
+    """[Xie2025] sec. 6.2.2-6.2.3: Hopper FP8 (F = 13, RZ-E8M13) is far less accurate than
     FP16 (F = 25) on the same values; the FP8 instruction walks K = 32 in one step, FP16 in
     two."""
     res = accuracy.study([H16, H8], dist="normal", n=5000, seed=2)
@@ -141,7 +141,58 @@ def test_cli_verb(tmp_path, capsys):
     assert rc == 0 and H8 in text and "bias" in text
     with pytest.raises(ValueError, match="must be a positive multiple of 32"):
         _cli([H16, "--compare", H8, "--n", "10", "--k", "48"])
-    with pytest.raises(ValueError, match="--n must be >= 1"):
+    with pytest.raises(SystemExit):                 # the parser refuses it (args.positive_int)
         _cli([H16, "--n", "0"])
+    with pytest.raises(ValueError, match="--n must be >= 1"):
+        accuracy.study([H16], n=0)
     with pytest.raises(ValueError, match="unknown instruction"):
         _cli(["sm90/nosuch", "--n", "10"])
+
+
+# --------------------------------------------------------------------------------------------
+# tiles: bounded memory, the bits of one whole draw
+
+
+@pytest.mark.parametrize("dist", ["normal", "adversarial", "dnn"])
+def test_tiles_give_the_bits_of_one_whole_draw(dist, monkeypatch):
+    """Whole rows per tile, several rows, and long rows cut into column chunks (accumulator
+    carried, exact sums kept per row): every tiling gives the errors of evaluate() on one
+    whole draw, bit for bit, and so the same statistics."""
+    monkeypatch.setattr(accuracy, "LANES", 8)
+    for name, K in (("sm90/mma.m16n8k16.f32.f16.f16.f32", 64), (CDNA3, 48)):
+        x, y, z = accuracy.sample(dist, 300, K, seed=5)
+        whole = accuracy.evaluate(name, x, y, z, seed=5)
+        for tile in (None, 7 * K, 1000, 100, 16):
+            r, = accuracy.study([name], dist=dist, n=300, K=K, seed=5, tile=tile)
+            assert np.array_equal(r.err, whole.err), (name, tile)
+            assert np.array_equal(r.err_ulp, whole.err_ulp), (name, tile)
+            assert r.stats == whole.stats
+
+
+def test_samples_do_not_depend_on_the_grain_walk(monkeypatch):
+    """A sample is a function of (dist, seed, K, row, column): drawn in column pieces or
+    row pieces, across grains, it is the same number (the adversarial mirror included)."""
+    monkeypatch.setattr(accuracy, "GRAIN", 16)
+    for K in (8, 64):                               # whole-row grains; one-row column grains
+        x, y, _ = accuracy.sample("adversarial", 7, K, seed=1)
+        parts = [accuracy._samples("adversarial", 1, K, 0, 7, c, c + 8) for c in range(0, K, 8)]
+        assert np.array_equal(x, np.concatenate([p[0] for p in parts], axis=1))
+        assert np.array_equal(y, np.concatenate([p[1] for p in parts], axis=1))
+        xr = np.concatenate([accuracy._samples("adversarial", 1, K, r, r + 1, 0, K)[0]
+                             for r in range(7)])
+        assert np.array_equal(x, xr)
+    x, y, z = accuracy.sample("normal", 40, 8, seed=2)
+    x2, y2, z2 = accuracy._samples("normal", 2, 8, 13, 40, 0, 8)
+    assert np.array_equal(x[13:], x2) and np.array_equal(z[13:], z2)
+
+
+def test_sizes_it_cannot_do_are_refused(capsys, monkeypatch):
+    """Beyond MAX_SAMPLES, or beyond the memory available: one line, exit 2, before drawing."""
+    from mmaformal.cli import main
+    rc = main(["accuracy", "sm89/mma.m16n8k16.f32.f16.f16.f32", "--k", "1000000000", "--n", "10"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--k" in err and "Traceback" not in err, err
+    monkeypatch.setattr(accuracy, "_available_memory", lambda: 1 << 30)
+    with pytest.raises(ValueError, match="GiB available"):
+        accuracy.study([H16], n=50_000_000, K=16)
+    assert accuracy.memory_bound(100, 1 << 20, 1, 16) < 1 << 30

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from mmaformal.query import campaign as C
-from mmaformal.query.store import lemma_dirs
+from mmaformal.packs import open_pack
+from mmaformal.query.store import lemma_dirs, lemma_index, lemma_pack
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -38,11 +39,13 @@ FACTOR = """(set-logic QF_BV)
 def _lemmas(n):
     """n stored lemma queries (small, UNSAT) with their recorded verdicts."""
     out = []
-    for p in sorted(lemma_dirs()[0].glob("*.json")):
-        rec = json.loads(p.read_text())
-        q = p.with_suffix(".smt2")
-        if rec.get("status") == "unsat" and q.exists() and q.stat().st_size < 20000:
-            out.append((p.stem[:12], q.read_text()))
+    path = lemma_pack(lemma_dirs()[0], "0")
+    pk, index = open_pack(path), lemma_index(path)
+    for m in pk.names():
+        if m.endswith(".smt2") and index.get(m[:-5], {}).get("status") == "unsat":
+            q = pk.get(m)
+            if len(q) < 20000:
+                out.append((m[:12], q.decode()))
         if len(out) == n:
             break
     assert len(out) == n
@@ -304,3 +307,17 @@ def test_torn_progress_line_is_rerun(tmp_path):
     lines = store.read_text().splitlines()
     assert len(lines) == 4 and sum(1 for x in lines if x.startswith('{"job": "j1", "status": "pro') and not x.endswith("}")) == 1
     assert sorted(json.loads(x)["job"] for x in lines if x.endswith("}")) == ["j0", "j1", "j2"]
+
+
+def test_resumed_campaign_says_how_much_is_left(tmp_path, capsys):
+    """A campaign run again with its progress store says how many jobs it resumes from and
+    how many it still runs (and a fresh one says nothing of the kind)."""
+    store = tmp_path / "p.jsonl"
+    jobs = [C.Job(f"j{i}", "mmaformal.query.campaign:check_job", {"seconds": 0.01})
+            for i in range(3)]
+    C.run(jobs[:2], workers=1, progress=store, bar=False)
+    assert "resumed" not in capsys.readouterr().err
+    C.run(jobs, workers=1, progress=store, bar=False)
+    assert "resumed: 2 of 3 jobs already done, 1 to run" in capsys.readouterr().err
+    C.run(jobs, workers=1, progress=store, bar=False)
+    assert "resumed: 3 of 3 jobs already done, 0 to run" in capsys.readouterr().err

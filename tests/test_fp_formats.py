@@ -92,7 +92,7 @@ def test_decode_every_code_vs_ml_dtypes(name, backend):
 
 @pytest.mark.parametrize("name", ["f16", "bf16", "e4m3", "e5m2fnuz", "e2m1", "ue8m0"])
 def test_decode_exp_is_max_E_1_minus_bias(name):
-    """Unpacked is SignedSig/Exp of seed 002 Algorithm 7 (never normalized)."""
+    """Unpacked is SignedSig/Exp of [Xie2025] Algorithm 7 (never normalized)."""
     f = fp.FORMATS[name]
     codes = np.arange(1 << f.k, dtype=np.int64)
     u = fp.decode(name, NUMPY.lift(codes, f.storage))

@@ -2,13 +2,14 @@
 
 The 499 dense sm90 forms that had no clean campaign (372 wgmma, 112 integer wgmma, 15 mma) ran
 in two device calls of ``python3 -m mmaformal.hw.wgmma_sp --names FILE`` (validate-style
-records): counterexamples/hw/2026-11-25-h100-dense/ (484 wgmma forms; the 15 mma forms of that
-call failed in the harness and wrote no record) and counterexamples/hw/2026-11-25-h100-dense-mma/
-(the 15 mma forms). Checked here: each form has exactly one clean record over the two folders and
-its primary theory is corroborated; the batch files agree with the records; the kept hardware
-samples are reproduced by the primary theory (by default the smallest and the largest N of each
-type combination, `-m slow`: every record); the rivals with stored counterexamples are refuted
-and their counterexamples still refute them; the theories' provenance states the totals.
+records): the campaigns 2026-11-25-h100-dense (484 wgmma forms; the 15 mma forms of that call
+failed in the harness and wrote no record) and 2026-11-25-h100-dense-mma (the 15 mma forms),
+packs in counterexamples/hw/ read through mmaformal.hw.campaigns. Checked here: each form has
+exactly one clean record over the two campaigns and its primary theory is corroborated; the
+batch files agree with the records; the kept hardware samples are reproduced by the primary
+theory (by default the curated records of tests/hw_records.py, `-m slow` the others); the
+rivals with stored counterexamples are refuted and their counterexamples still refute them;
+the theories' provenance states the totals.
 """
 from __future__ import annotations
 
@@ -19,44 +20,28 @@ import re
 import numpy as np
 import pytest
 
-from mmaformal import fp, isa, paths, theory
-from mmaformal.hw import wgmma_sp
+import hw_records
+from mmaformal import fp, isa, theory
+from mmaformal.hw import campaigns, wgmma_sp
 from mmaformal.simulate import simulate
 
-HW = paths.shipped("counterexamples") / "hw"
-DENSE, MMA = HW / "2026-11-25-h100-dense", HW / "2026-11-25-h100-dense-mma"
+DENSE, MMA = (hw_records.campaign(n)
+              for n in ("2026-11-25-h100-dense", "2026-11-25-h100-dense-mma"))
 FOLDERS = [DENSE, MMA]
-RECORDS = sorted(p for d in FOLDERS for p in d.glob("sm90_*.json"))
+RECORDS = [r for d in FOLDERS for r in d.records("sm90_*.json")]
 DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
-def _n(stem: str) -> int:
-    m = re.search(r"m64n(\d+)k", stem) or re.search(r"m\d+n(\d+)k", stem)
-    return int(m.group(1))
-
-
-def _ends(records):
-    """Per type combination (the name without N) the records of its smallest and largest N."""
-    by = collections.defaultdict(list)
-    for p in records:
-        by[re.sub(r"m(\d+)n\d+k", r"m\1k", p.stem)].append((_n(p.stem), p))
-    return sorted({p for v in by.values() for p in (min(v)[1], max(v)[1])})
-
-
-REPRESENTATIVE = sorted(p for d in FOLDERS for p in _ends(sorted(d.glob("sm90_*.json"))))
-FULL = [pytest.param(p, marks=pytest.mark.slow) for p in RECORDS if p not in REPRESENTATIVE]
-
-
-def _load(p):
-    return json.loads(p.read_text())
+def _load(r):
+    return r.data
 
 
 def coverage(folders) -> dict[str, list[str]]:
-    """Problems per form: a form recorded more than once over the folders, or a record that is
+    """Problems per form: a form recorded more than once over the campaigns, or a record that is
     not a clean >= 10^7-dot run of the form's primary theory over the ten input classes."""
     recs = collections.defaultdict(list)
     for d in folders:
-        for p in sorted(d.glob("sm90_*.json")):
+        for p in d.records("sm90_*.json"):
             recs[_load(p)["instruction"]].append((d.name, _load(p)))
     bad = {}
     for name, rs in recs.items():
@@ -79,7 +64,7 @@ def coverage(folders) -> dict[str, list[str]]:
 
 
 def test_every_form_of_the_batch_has_one_clean_record():
-    names = {d.name: {_load(p)["instruction"] for p in d.glob("sm90_*.json")} for d in FOLDERS}
+    names = {d.name: {_load(p)["instruction"] for p in d.records("sm90_*.json")} for d in FOLDERS}
     dense, mma = names[DENSE.name], names[MMA.name]
     assert len(dense) == 484 and len(mma) == 15 and not dense & mma
     assert sum(isa.lookup(n).integer for n in dense) == 112
@@ -88,27 +73,31 @@ def test_every_form_of_the_batch_has_one_clean_record():
     bad = coverage(FOLDERS)
     assert not bad, list(bad.items())[:5]
     # no other folder holds a campaign of these forms: they are the ones that had none
-    others = {_load(p).get("instruction") for p in HW.glob("*/sm90_*.json")
-              if p.parent not in FOLDERS and "tests" in _load(p)}
+    others = {_load(p).get("instruction") for c in hw_records.every()
+              if c.name not in (DENSE.name, MMA.name) for p in c.records("sm90_*.json")
+              if "tests" in _load(p)}
     assert not (dense | mma) & others
+
+
+def _loose(tmp_path):
+    """Loose copies of both campaigns (records only) and a function that reopens them."""
+    dirs = [d.extract(tmp_path / d.name, arrays=False) for d in FOLDERS]
+    return dirs, lambda: [campaigns.open_campaign(d) for d in dirs]
 
 
 def test_coverage_finds_a_dirty_or_doubled_record(tmp_path):
     import shutil
-    dirs = []
-    for d in FOLDERS:
-        shutil.copytree(d, tmp_path / d.name, ignore=shutil.ignore_patterns("*.npz"))
-        dirs.append(tmp_path / d.name)
-    assert not coverage(dirs)
+    dirs, opened = _loose(tmp_path)
+    assert not coverage(opened())
     rec = next(dirs[1].glob("sm90_mma.*.json"))
-    r = _load(rec)
+    r = json.loads(rec.read_text())
     r["classes"]["special"]["mismatches"] = 1
     rec.write_text(json.dumps(r))
-    assert list(coverage(dirs)) == [r["instruction"]]
+    assert list(coverage(opened())) == [r["instruction"]]
     r["classes"]["special"]["mismatches"] = 0
     rec.write_text(json.dumps(r))
     shutil.copy(rec, dirs[0] / rec.name)             # the same form in both folders
-    assert coverage(dirs)[r["instruction"]] == ["2 records"]
+    assert coverage(opened())[r["instruction"]] == ["2 records"]
 
 
 def test_batch_files_agree_with_the_records():
@@ -116,11 +105,11 @@ def test_batch_files_agree_with_the_records():
     15 mma entries are harness errors (IndexError) that wrote no record, the second call ran
     those 15 cleanly."""
     for d, compiled in ((DENSE, 499), (MMA, 15)):
-        b = _load(d / "wgmma-sp-batch.json")
+        b = d.json("wgmma-sp-batch.json")
         assert b["device"]["device"] == "NVIDIA H100 80GB HBM3" and b["device"]["cc"] == "9.0"
         assert b["compiled"] == compiled and not b["compile_errors"]
-        recs = {_load(p)["instruction"]: _load(p) for p in d.glob("sm90_*.json")}
-        summary = _load(d / "batch-summary.json")
+        recs = {_load(p)["instruction"]: _load(p) for p in d.records("sm90_*.json")}
+        summary = d.json("batch-summary.json")
         assert len(summary) == len(recs)
         ok = [e for e in b["results"] if "error" not in e]
         for e in summary + ok:
@@ -131,8 +120,8 @@ def test_batch_files_agree_with_the_records():
                 {k: v["mismatches"] for k, v in r["rivals"].items()}, e
         assert len(ok) == len(recs)
         errs = {e["instruction"] for e in b["results"] if "error" in e}
-        if d == DENSE:
-            assert errs == {_load(p)["instruction"] for p in MMA.glob("sm90_*.json")}
+        if d is DENSE:
+            assert errs == {_load(p)["instruction"] for p in MMA.records("sm90_*.json")}
             assert not errs & set(recs)
         else:
             assert not errs
@@ -150,7 +139,7 @@ def _one(name, cx, tid):
     return int(simulate(name, A, B, C, theory=tid)[0, 0, 0])
 
 
-@pytest.mark.parametrize("rec", REPRESENTATIVE + FULL, ids=lambda p: getattr(p, "stem", p))
+@pytest.mark.parametrize("rec", hw_records.params(RECORDS))
 def test_record_replays(rec):
     """Every class's kept hardware outputs (wgmma: an 8 x 8 block of tile 0; mma: whole tiles)
     are reproduced by the primary theory, and the first stored counterexample of each rival
@@ -159,8 +148,8 @@ def test_record_replays(rec):
     name = r["instruction"]
     th = theory.resolve(name)
     assert r["theory"] == th.id and th.status == "corroborated"
-    z = np.load(rec.with_suffix(".npz"))
-    classes = sorted({k.rsplit(".", 1)[0] for k in z.files})
+    z = rec.arrays()
+    classes = sorted({k.rsplit(".", 1)[0] for k in z})
     assert len(classes) == 10
     bad = 0
     for k in classes:
@@ -195,7 +184,7 @@ def _totals():
     per = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
     rivals = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0, 0]))
     for d in FOLDERS:
-        for p in d.glob("sm90_*.json"):
+        for p in d.records("sm90_*.json"):
             r = _load(p)
             per[r["theory"]][d.name][0] += 1
             per[r["theory"]][d.name][1] += r["tests"]
@@ -209,7 +198,7 @@ def _totals():
 
 def _clean_anywhere() -> set[str]:
     out = set()
-    for p in HW.glob("*/sm90_*.json"):
+    for p in (p for c in hw_records.every() for p in c.records("sm90_*.json")):
         r = _load(p)
         if r.get("tests", 0) >= 10_000_000 and r.get("mismatches") == 0 \
                 and r.get("theory") == theory.resolve(r["instruction"]).id:

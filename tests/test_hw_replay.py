@@ -1,30 +1,33 @@
 """Replay the recorded hardware observations (counterexamples/hw/) on the simulator, no GPU.
 
-For every instruction of the H200 campaign: the sample of hardware outputs (every input class)
-must be reproduced bit for bit by the instruction's primary theory when that theory is
-corroborated; for a refuted theory, the stored hardware counterexamples must still disagree
-with it (the refutation stands). The zero-exponent probe scan must give the recorded outputs.
+For every instruction of the campaigns with a summary.json (the H200 ones and the first H100
+one): the sample of hardware outputs (every input class) must be reproduced bit for bit by the
+instruction's primary theory when that theory is corroborated; for a refuted theory, the stored
+hardware counterexamples must still disagree with it (the refutation stands). The default run
+replays the curated records (tests/hw_records.py: the smallest and largest shape of each
+family), `-m slow` every one. The zero-exponent probe scan must give the recorded outputs.
+Records are read through mmaformal.hw.campaigns (packs or loose folders).
 """
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mmaformal import fp, isa, paths, theory
+import hw_records
+from mmaformal import fp, isa, theory
 from mmaformal.simulate import simulate
 
-ROOT = paths.shipped("counterexamples") / "hw"     # the checkout's, or the installed package's
-CAMPAIGN = ROOT / "2026-11-21-h200"
-#: every campaign folder (one per device session); a record names its instruction and theory
-CAMPAIGNS = sorted(p.parent for p in ROOT.glob("*/summary.json"))
-RECORDS = sorted(p for d in CAMPAIGNS for p in d.glob("*.json") if p.name != "summary.json")
+ROOT = hw_records.HW                               # the checkout's, or the installed package's
+CAMPAIGN = hw_records.campaign("2026-11-21-h200")
+#: every campaign with a summary.json; a record names its instruction and theory
+CAMPAIGNS = [c for c in hw_records.every() if "summary.json" in c]
+RECORDS = [r for c in CAMPAIGNS for r in c.records() if r.name != "summary.json"]
 DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def test_campaign_recorded():
     assert len(RECORDS) >= 25
-    summary = json.loads((CAMPAIGN / "summary.json").read_text())
+    summary = CAMPAIGN.json("summary.json")
     assert all(r["tests"] >= 10_000_000 for r in summary)
 
 
@@ -34,7 +37,7 @@ def test_every_sm90_instruction_corroborated():
     from mmaformal.hw.validate import PRESETS
     clean = {}
     for rec in RECORDS:
-        r = json.loads(rec.read_text())
+        r = rec.data
         if r["tests"] >= 10_000_000 and r["mismatches"] == 0:
             clean.setdefault(r["instruction"], set()).add(r["theory"])
     # issue 14: f16 mma.m8n8k4, integer mma and integer wgmma (H100, 2026-11-24) as well
@@ -44,13 +47,13 @@ def test_every_sm90_instruction_corroborated():
         assert th.id in clean.get(name, ()), f"{name}: no clean 10^7 campaign of {th.id}"
 
 
-@pytest.mark.parametrize("rec", RECORDS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("rec", hw_records.params(RECORDS))
 def test_replay(rec):
-    r = json.loads(rec.read_text())
+    r = rec.data
     name = r["instruction"]
     th = theory.resolve(name)
-    z = np.load(rec.with_suffix(".npz"))
-    classes = sorted({k.rsplit(".", 1)[0] for k in z.files})
+    z = rec.arrays()
+    classes = sorted({k.rsplit(".", 1)[0] for k in z})
     mism = 0
     for k in classes:
         d = simulate(name, z[k + ".a"], z[k + ".b"], z[k + ".c"])
@@ -101,28 +104,28 @@ def test_zero_exponent_probes():
         assert [hex(int(x)) for x in d] != hw[name], other
 
 
-SPARSE = ROOT / "2026-11-24-h100-issue14-sparse"
-SPARSE_RECORDS = sorted(p for p in SPARSE.glob("sm90_*.json"))
+SPARSE = hw_records.campaign("2026-11-24-h100-issue14-sparse")
+SPARSE_RECORDS = SPARSE.records("sm90_*.json")
 
 
-@pytest.mark.parametrize("rec", SPARSE_RECORDS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("rec", hw_records.params(SPARSE_RECORDS))
 def test_sparse_digest_record(rec):
     """Digest-recorded mma.sp campaigns (H100, 2026-11-24): the kept hardware tiles are
     reproduced by the primary theory ("selected": only the K/2 kept products are summed) and,
     for floating-point forms, refute the rival ("dense": all K with zeros)."""
     from mmaformal.hw import record
-    r = json.loads(rec.read_text())
+    r = rec.data
     name = r["instruction"]
     assert r["tests"] >= 10_000_000 and len(r["classes"]) == 10
     assert all(len(v["sha256"]) == 64 for v in r["classes"].values())
-    z = np.load(rec.with_suffix(".npz"))
+    z = rec.arrays()
     th = theory.resolve(name)
     rivals = [t for t in th.competes_with if record._safe_claims(theory, t, name)]
 
     def mism(tid):
         fn = record.theory_fn(name, tid)
         n = 0
-        for k in sorted({x.rsplit(".", 1)[0] for x in z.files}):
+        for k in sorted({x.rsplit(".", 1)[0] for x in z}):
             A = z[k + ".a"]
             meta = np.ascontiguousarray(np.broadcast_to(z[k + ".meta"][:, None, :], A.shape))
             n += int((fn(A, meta, z[k + ".b"], z[k + ".c"]) != z[k + ".d"]).sum())
@@ -153,8 +156,8 @@ def test_sparse_digest_verdicts_current():
     """The full 10^7 digest replays (digest-replay.json) were made with today's primary theory:
     a changed theory makes the verdict stale and this test fails until it is replayed again
     (python3 -m mmaformal.hw.record --replay ... --primary-only)."""
-    v = json.loads((SPARSE / "digest-replay.json").read_text())["verdicts"]
-    names = {json.loads(p.read_text())["instruction"] for p in SPARSE_RECORDS}
+    v = SPARSE.json("digest-replay.json")["verdicts"]
+    names = {r.data["instruction"] for r in SPARSE_RECORDS}
     assert set(v) <= names and len(v) >= 55
     for name, r in v.items():
         th = theory.resolve(name)

@@ -320,32 +320,12 @@ def test_hw_validate_runs_sparse_wgmma(fake_gpu, tmp_path, capsys):
 # second (counterexamples/hw/2026-11-25-h100-issue14e/) the other 224
 # ---------------------------------------------------------------------------------------------
 
+import hw_records  # noqa: E402
 from mmaformal import paths, theory  # noqa: E402
+from mmaformal.hw import campaigns  # noqa: E402
 
-BATCHES = [paths.shipped("counterexamples") / "hw" / d
-           for d in ("2026-11-25-h100-issue14d", "2026-11-25-h100-issue14e")]
-RECORDS = sorted(p for d in BATCHES for p in d.glob("sm90_*.json"))
-
-
-def _first_per_theory_and_n(records):
-    """One record per (type combination, D format) at the smallest and the largest N that
-    ran in that batch: the default run's share; `pytest -m slow` replays every record."""
-    import re
-    out = []
-    for p in records:
-        key = re.sub(r"m64n\d+k", "k", p.stem)
-        n = int(re.search(r"m64n(\d+)k", p.stem).group(1))
-        out.append((key, n, p))
-    keep = set()
-    for key in {k for k, _, _ in out}:
-        ns = sorted((n, p) for k, n, p in out if k == key)
-        keep.update({ns[0][1], ns[-1][1]})
-    return sorted(keep)
-
-
-REPRESENTATIVE = sorted(p for d in BATCHES for p in
-                        _first_per_theory_and_n(sorted(d.glob("sm90_*.json"))))
-FULL = [pytest.param(p, marks=pytest.mark.slow) for p in RECORDS if p not in REPRESENTATIVE]
+BATCHES = [hw_records.campaign(d) for d in ("2026-11-25-h100-issue14d", "2026-11-25-h100-issue14e")]
+RECORDS = [r for d in BATCHES for r in d.records("sm90_*.json")]
 
 
 def new_sm90_forms() -> set[str]:
@@ -360,20 +340,20 @@ def new_sm90_forms() -> set[str]:
 
 
 def coverage(batches) -> dict[str, list[str]]:
-    """Problems per form over the record folders: a form of ``new_sm90_forms`` with no record,
+    """Problems per form over the campaigns: a form of ``new_sm90_forms`` with no record,
     with more than one, a record that is not a clean >= 10^7-dot run of the form's primary
     theory over the ten input classes, or a batch summary that disagrees with the record."""
     import json
     recs: dict[str, list[tuple[str, dict]]] = {}
     runs: dict[str, list[dict]] = {}
     for d in batches:
-        for p in sorted(d.glob("sm90_*.json")):
-            r = json.loads(p.read_text())
+        for p in d.records("sm90_*.json"):
+            r = p.data
             recs.setdefault(r["instruction"], []).append((d.name, r))
         for f in ("batch-summary.json", ):
-            for e in json.loads((d / f).read_text()):
+            for e in d.json(f):
                 runs.setdefault(e["instruction"], []).append(dict(e, batch=d.name))
-        for e in json.loads((d / "wgmma-sp-batch.json").read_text())["results"]:
+        for e in d.json("wgmma-sp-batch.json")["results"]:
             if "skipped" not in e:
                 runs.setdefault(e["instruction"], []).append(dict(e, batch=d.name))
     bad: dict[str, list[str]] = {}
@@ -418,9 +398,8 @@ def test_every_new_sm90_form_has_one_clean_campaign():
 
 
 def test_both_device_calls_read_the_metadata_by_the_declared_map():
-    import json
     for d in BATCHES:
-        b = json.loads((d / "wgmma-sp-batch.json").read_text())
+        b = d.json("wgmma-sp-batch.json")
         assert b["device"]["device"] == "NVIDIA H100 80GB HBM3" and not b["compile_errors"]
         assert set(b["layouts"].values()) == {"declared (probe agrees)"}, d.name
         assert len(b["probes"]) == 10
@@ -438,8 +417,8 @@ def test_provenance_states_the_records_totals():
                                            "rivals": collections.Counter(),
                                            "rival_tests": collections.Counter()})
     for d in BATCHES:
-        for p in d.glob("sm90_wgmma.sp.*.json"):
-            r = json.loads(p.read_text())
+        for p in d.records("sm90_wgmma.sp.*.json"):
+            r = p.data
             t = per[r["theory"]]
             t["forms"][d.name] += 1
             t["dots"] += r["tests"]
@@ -470,9 +449,8 @@ def test_digest_verdicts_current(d):
     from its seed, the primary theory's D hashed per class: digest-replay.json) with today's
     primary theory: a changed theory makes the verdict stale and this fails until it is
     replayed again (python3 -m mmaformal.hw.wgmma_sp --out DIR --replay REC...)."""
-    import json
-    v = json.loads((d / "digest-replay.json").read_text())["verdicts"]
-    names = {json.loads(p.read_text())["instruction"] for p in d.glob("sm90_wgmma.sp.*.json")}
+    v = d.json("digest-replay.json")["verdicts"]
+    names = {p.data["instruction"] for p in d.records("sm90_wgmma.sp.*.json")}
     assert set(v) == names and len(v) in (304, 224)
     for name, r in v.items():
         th = theory.resolve(name)
@@ -484,32 +462,33 @@ def test_digest_verdicts_current(d):
 def test_coverage_check_finds_a_dirty_or_doubled_record(tmp_path):
     import json
     import shutil
-    for d in BATCHES:
-        shutil.copytree(d, tmp_path / d.name, ignore=shutil.ignore_patterns("*.npz"))
-    dirs = [tmp_path / d.name for d in BATCHES]
-    assert not coverage(dirs)
+    dirs = [d.extract(tmp_path / d.name, arrays=False) for d in BATCHES]
+
+    def opened():
+        return [campaigns.open_campaign(d) for d in dirs]
+    assert not coverage(opened())
     rec = next(dirs[1].glob("sm90_wgmma.sp.*.json"))
     r = json.loads(rec.read_text())
     r["mismatches"] = 1
     rec.write_text(json.dumps(r))
-    assert list(coverage(dirs)) == [r["instruction"]]
+    assert list(coverage(opened())) == [r["instruction"]]
     r["mismatches"] = 0
     rec.write_text(json.dumps(r))
     shutil.copy(rec, dirs[0] / rec.name)             # the same form in both folders
-    assert coverage(dirs)[r["instruction"]][0] == "2 records"
+    assert coverage(opened())[r["instruction"]][0] == "2 records"
 
 
-@pytest.mark.parametrize("rec", REPRESENTATIVE + FULL, ids=lambda p: getattr(p, "stem", p))
+@pytest.mark.parametrize("rec", hw_records.params(RECORDS))
 def test_record_replays(rec):
     """Every class's kept 8 x 8 block of hardware outputs is reproduced by the theory that the
-    campaign ran (its hash unchanged), and a corroborated primary had a clean >= 10^7 run."""
-    import json
-    r = json.loads(rec.read_text())
+    campaign ran (its hash unchanged), and a corroborated primary had a clean >= 10^7 run.
+    Default run: the curated records (tests/hw_records.py); `-m slow`: every record."""
+    r = rec.data
     name = r["instruction"]
     th = theory.resolve(name)
     assert r["theory"] == th.id
-    z = np.load(rec.with_suffix(".npz"))
-    classes = sorted({k.rsplit(".", 1)[0] for k in z.files})
+    z = rec.arrays()
+    classes = sorted({k.rsplit(".", 1)[0] for k in z})
     assert len(classes) == 10
     bad = 0
     for k in classes:
@@ -546,7 +525,7 @@ def _one(name, cx, tid):
 
 
 # ---------------------------------------------------------------------------------------------
-# README's table of sm90 families: counted here from the records and the catalog
+# docs/hardware.md's table of sm90 families: counted here from the records and the catalog
 # ---------------------------------------------------------------------------------------------
 
 def _family(ins) -> str:
@@ -556,23 +535,21 @@ def _family(ins) -> str:
 
 
 def test_readme_sm90_family_table_counts_the_records():
-    """Each row of README's "sm90 forms on the silicon, by family" gives the catalog's forms of
+    """Each row of docs/hardware.md's "sm90 forms on the silicon, by family" gives the catalog's forms of
     that family and how many have a clean >= 10^7 campaign (0 mismatches against the form's
     primary theory, or every class's digest equal on replay for the digest records); a row
     names forms not run exactly when some lack one, and every sm90 form has one."""
-    import json
     import re
-    hw = paths.shipped("counterexamples") / "hw"
     clean: set[str] = set()
-    for p in hw.glob("*/sm90_*.json"):
-        r = json.loads(p.read_text())
+    for p in (p for c in hw_records.every() for p in c.records("sm90_*.json")):
+        r = p.data
         if "instruction" not in r or r.get("tests", 0) < 10_000_000:
             continue
         name = r["instruction"]
         if "mismatches" in r:
             ok = r["mismatches"] == 0 and r.get("theory") == theory.resolve(name).id
         else:
-            v = json.loads((p.parent / "digest-replay.json").read_text())["verdicts"]
+            v = p.campaign.json("digest-replay.json")["verdicts"]
             ok = name in v and v[name]["all_equal"] and v[name]["theory"] == \
                 theory.resolve(name).id
         if ok:
@@ -583,9 +560,9 @@ def test_readme_sm90_family_table_counts_the_records():
         c = want.setdefault(_family(i).replace("integer wmma", "wmma"), [0, 0])
         c[0] += 1
         c[1] += i.name in clean
-    readme_path = paths.shipped("counterexamples").parent / "README.md"
+    readme_path = paths.shipped("counterexamples").parent / "docs" / "hardware.md"
     if not readme_path.exists():
-        pytest.skip("README.md is not shipped with an installed package")
+        pytest.skip("docs/hardware.md is not shipped with an installed package")
     readme = readme_path.read_text()
     sec = readme.split("## sm90 forms on the silicon, by family", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| (.+?) \| (\d+)[^|]* \| (\d+) \|.* \| ([^|]+) \|$", sec, re.M)

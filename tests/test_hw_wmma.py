@@ -90,28 +90,18 @@ def test_kernel_compiles_and_issues_the_form(name, tmp_path):
 # The H100 records (counterexamples/hw/2026-11-25-h100-wmma/), replayed without a GPU
 # ---------------------------------------------------------------------------------------------
 
-import json  # noqa: E402
-
-from mmaformal import paths, theory  # noqa: E402
+import hw_records  # noqa: E402
+from mmaformal import theory  # noqa: E402
 from mmaformal.simulate import simulate  # noqa: E402
 
-WMMA_DIR = paths.shipped("counterexamples") / "hw" / "2026-11-25-h100-wmma"
-WMMA_RECORDS = sorted(WMMA_DIR.glob("sm90_*.json"))
-REFUTED_RECORDS = sorted((WMMA_DIR / "refuted-seed14").glob("sm90_*.json"))
-_FIRST = {"sm90/wmma.mma.m16n16k16.f16.f32", "sm90/wmma.mma.m32n8k16.f32.f16",
-          "sm90/wmma.mma.m8n8k32.s32.s4.u4.s32", "sm90/wmma.mma.xor.popc.m8n8k128.s32.b1.b1.s32",
-          "sm90/wmma.mma.m16n16k8.f32.tf32.tf32.f32", "sm90/wmma.mma.m8n8k4.f64.f64.f64.f64",
-          "sm90/wmma.mma.m8n32k16.s32.u8.u8.s32.satfinite", "sm90/wmma.mma.m32n8k16.f32.bf16.bf16.f32"}
+WMMA_DIR = hw_records.campaign("2026-11-25-h100-wmma")
+WMMA_RECORDS = WMMA_DIR.records("sm90_*.json")
+REFUTED_RECORDS = WMMA_DIR.records("refuted-seed14/sm90_*.json")
 
 
 #: theories whose mixed-precision forms were split off (with the same arithmetic) into a
 #: refuted twin after the seed-14 campaign: their hash (which covers the form list) changed
 _SPLIT = {"wmma.sm90.f16.f16": "wmma.sm90.f16.f16.c32", "wmma.sm90.f16.f32": "wmma.sm90.f16.f32.c16"}
-
-
-def _params(recs):
-    return [pytest.param(p, marks=() if json.loads(p.read_text())["instruction"] in _FIRST
-                         else pytest.mark.slow, id=p.stem) for p in recs]
 
 
 def _one(name, cx, tid):
@@ -128,7 +118,7 @@ def _one(name, cx, tid):
 
 
 def test_every_sm90_wmma_form_has_one_clean_record():
-    recs = [json.loads(p.read_text()) for p in WMMA_RECORDS]
+    recs = [p.data for p in WMMA_RECORDS]
     assert sorted(r["instruction"] for r in recs) == sorted(WMMA)
     for r in recs:
         th = theory.resolve(r["instruction"])
@@ -139,17 +129,17 @@ def test_every_sm90_wmma_form_has_one_clean_record():
         assert "all exact = A*B + C" in r["layout_selfcheck"], r["layout_selfcheck"]
 
 
-@pytest.mark.parametrize("rec", _params(WMMA_RECORDS))
+@pytest.mark.parametrize("rec", hw_records.params(WMMA_RECORDS))
 def test_record_replays(rec):
     """Each class's recorded tiles (inputs and H100 outputs) are reproduced bit for bit by the
     form's primary theory; a refuted rival's counterexample still fails it."""
-    r = json.loads(rec.read_text())
+    r = rec.data
     name = r["instruction"]
     th = theory.resolve(name)
     if r["theory_hash"] != th.hash():  # only the instruction lists of these two changed
         twin = theory.default().get(_SPLIT[th.id])  # (mixed forms split off after seed 14)
         assert (twin.params, twin.op, twin.L) == (th.params, th.op, th.L), th.id
-    z = np.load(rec.with_suffix(".npz"))
+    z = rec.arrays()
     for k in r["classes"]:
         A, B, C, D = (z[f"{k}.{x}"] for x in "abcd")
         assert (simulate(name, A, B, C) == D).all(), (name, k)
@@ -159,16 +149,16 @@ def test_record_replays(rec):
         assert _one(name, cx, tid) != int(cx["hardware"], 16) == _one(name, cx, None)
 
 
-@pytest.mark.parametrize("rec", _params(REFUTED_RECORDS))
+@pytest.mark.parametrize("rec", hw_records.params(REFUTED_RECORDS))
 def test_first_campaign_refutes_the_first_hypotheses(rec):
     """The seed-14 records of the six mixed-precision f16 forms: their theory mismatched (kept,
     split off for these forms, as the refuted rival that gives each recorded 'simulated'
     value); today's primary reproduces their samples and every recorded counterexample."""
-    r = json.loads(rec.read_text())
+    r = rec.data
     name = r["instruction"]
     (rival,) = theory.resolve(name).competes_with
     assert theory.default().get(rival).status == "refuted" and r["mismatches"] > 300_000
-    z = np.load(rec.with_suffix(".npz"))
+    z = rec.arrays()
     for k in r["classes"]:
         A, B, C, D = (z[f"{k}.{x}"] for x in "abcd")
         assert (simulate(name, A, B, C) == D).all(), (name, k)

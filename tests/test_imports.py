@@ -4,7 +4,7 @@ Three rules, read from the source (AST) of every module, imports at module level
 functions alike:
 
 1. no cycle in the module graph (graphlib's topological sort names one if there is one);
-2. no import runs up the layers of DESIGN.md (bits < fp < mma < isa/theory < front ends), and
+2. no import runs up the layers of docs/design.md (bits < fp < mma < isa/theory < front ends), and
    inside the query layer none runs up its own order (solvers < frame < model < the pieces
    built on the model < the stores < the verbs < infer);
 3. `from M import name` takes a name that M defines (or a submodule of package M), never one
@@ -27,18 +27,21 @@ import mmaformal
 #: against a wheel)
 ROOT = Path(mmaformal.__file__).resolve().parent
 
-#: DESIGN.md "Layers": the layer of each module (the first matching prefix wins). _cache (a
+#: docs/design.md "Layers": the layer of each module (the first matching prefix wins). _cache (a
 #: content-keyed file cache), paths (where data is read and written; stdlib only) and compile
 #: (the compiled back-end of the bits vocabulary) sit with
 #: bits; sparse (the metadata rule of the sparse instructions) sits with isa and theory; every
 #: other module is a front end.
 LAYERS = [
     ("mmaformal._cache", 1), ("mmaformal.paths", 1), ("mmaformal.packs", 1), ("mmaformal.bits", 1),
+    ("mmaformal.args", 1),          # the argparse types every verb shares (stdlib only)
     ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
     ("mmaformal.isa", 4), ("mmaformal.theory", 4),
     ("mmaformal.sparse", 4),        # the sparse metadata rule, beside isa and theory (issue 14)
+    ("mmaformal.profile", 5),       # platform profiles (GEMM library schedules): a front end
+    ("mmaformal.torch", 5),
     ("mmaformal", 5),
 ]
 

@@ -1,7 +1,7 @@
 """mmaformal infer (issue 6): families, the loop, oracles (theory, file, hw faked), bad input.
 
 Small user-declared families keep these fast; the full built-in families over every theory are
-bench/bench_infer.py (its table is in README.md)."""
+bench/bench_infer.py (its table is in docs/infer.md)."""
 from __future__ import annotations
 
 import json

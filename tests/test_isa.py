@@ -243,7 +243,7 @@ def test_instructions_filter(cat):
 
 
 # --------------------------------------------------------------------------------------------
-# Facts the tables must hold (PTX ISA, AMD ISA guides, seed 002)
+# Facts the tables must hold (PTX ISA, AMD ISA guides, [Xie2025])
 
 
 def test_nvidia_facts(cat):

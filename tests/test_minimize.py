@@ -1,7 +1,7 @@
 """Tests of readable witnesses (mmaformal.query.minimize): the minimized witness still separates
 the models when replayed concretely (through simulate on .npy-form tiles, not the query's own
 replay), has no more non-zero products than the solver's raw witness (counted here from exact
-values), and prints as one line in the style of seed 002's Equation 10."""
+values), and prints as one line in the style of [Xie2025]'s Equation 10."""
 from __future__ import annotations
 
 import json
@@ -87,7 +87,7 @@ def test_measure_counts_like_the_exact_values(pair):
         assert m["products"] == _products(w) and m["paired_with_zero"] == _paired_with_zero(w)
 
 
-def test_equation_line_of_seed002_equation10():
+def test_equation_line_of_xie2025_equation10():
     f16 = lambda v: bits_of(Fraction(v), "f16")
     a = [f16(-8192), f16(Fraction(-1, 2)), f16(Fraction(-1, 4)), f16(Fraction(-1, 8))] + [0] * 12
     b = [f16(1024), f16(1), f16(1), f16(1)] + [0] * 12

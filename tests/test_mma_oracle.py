@@ -4,7 +4,7 @@ Every configuration is checked on 2,000 dot products: 250 of each input class of
 conftest.FDPA_KINDS (random bit streams, sparse bit streams, subnormal-heavy, finite, specials,
 adversarial cancellation c = -sum, swamping, ties at the truncation point 2^(e_max - F)).
 GST-FDPA has no function in tests/oracles/exact.py; `gst_reference` below is an exact-rational
-reading of seed 002 Algorithm 9 written for this file (it shares no code with the core).
+reading of [Xie2025] Algorithm 9 written for this file (it shares no code with the core).
 
 The regression tests at the end record every disagreement found while writing the suite and
 which side was wrong.
@@ -30,7 +30,7 @@ def _assert_clean(op: OpSpec, seed: int):
 
 
 # ------------------------------------------------------------------------------------------
-# T-FDPA (Algorithm 7): the configurations of seed 002 Tables 4-5, both zero_exp readings
+# T-FDPA (Algorithm 7): the configurations of [Xie2025] Tables 4-5, both zero_exp readings
 # ------------------------------------------------------------------------------------------
 
 T_CONFIGS = [
@@ -119,7 +119,7 @@ def test_st_fdpa(fa, zero_exp):
 
 
 def gst_reference(a, b, c, fa, fb, sa, sb, G, F, rho, fs, zero_exp="excluded"):
-    """Exact reading of seed 002 Algorithm 9 (GST-FDPA) with the rules of docs/semantics.md.
+    """Exact reading of [Xie2025] Algorithm 9 (GST-FDPA) with the rules of docs/semantics.md.
 
     p_g = sum of the G exact products of group g; s_g = p_g * SignedSig(alpha_g) *
     SignedSig(beta_g), e_g = Exp(alpha_g) + Exp(beta_g) (ue4m3: Exp = max(E,1) - 7; ue8m0:

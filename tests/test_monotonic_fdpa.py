@@ -18,6 +18,7 @@ from mmaformal.query import decompose as X
 from mmaformal.query import prove as P
 from mmaformal.query.model import resolve
 from mmaformal.query.solvers import solve_smt2
+from mmaformal.query.store import lemma_text, record_parts
 
 from oracles import exact as O
 
@@ -79,16 +80,16 @@ def test_other_ops_are_not_decomposed(name):
 
 
 def test_the_stored_decomposed_proof():
-    recs = [json.loads(p.read_text()) for p in (paths.shipped("proofs") / "monotonic").glob("*.json")]
-    rec = next(r for r in recs if FP8 in r.get("instructions", []))
+    recs = [(p, json.loads(p.read_text())) for p in (paths.shipped("proofs") / "monotonic").glob("*.json")]
+    path, rec = next((p, r) for p, r in recs if FP8 in r.get("instructions", []))
     assert rec["verdict"] == "proved" and rec["method"] == "decomposed"
     assert rec["twin"]["status"] == "sat"
-    names = {p["lemma"] for p in rec["parts"]}
+    parts = record_parts(path, rec)
+    names = {p["lemma"] for p in parts}
     assert {"block0.t0.gain.up", "block0.out.d0", "block0.flags"} <= names
-    assert all(p["status"] == "unsat" for p in rec["parts"])
-    cache = paths.shipped("proofs") / "cache"
-    for p in rec["parts"][:20]:
-        assert (cache / f"{p['sha256']}.smt2").exists()
+    assert all(p["status"] == "unsat" for p in parts)
+    for p in parts[:20]:
+        assert lemma_text(p["sha256"]) is not None
 
 
 # ---- GST-FDPA (kind::mxf4): group terms cut at their exact sum ---------------------------------
@@ -148,14 +149,15 @@ def test_the_mxf4_group_lemma_needs_its_order_hypothesis(mxf4_lemmas):
 
 
 def test_the_stored_mxf4_proofs():
-    recs = [json.loads(p.read_text()) for p in (paths.shipped("proofs") / "monotonic").glob("*.json")]
+    recs = [(p, json.loads(p.read_text())) for p in (paths.shipped("proofs") / "monotonic").glob("*.json")]
     for head in (MXF4, MXF4.replace("mxf4.", "mxf4nvf4.").replace("2X", "4X").replace("ue8m0", "ue4m3")):
-        rec = next(r for r in recs if head in r.get("instructions", []))
+        path, rec = next((p, r) for p, r in recs if head in r.get("instructions", []))
         assert rec["verdict"] == "proved" and rec["method"] == "decomposed"
         assert rec["twin"]["status"] == "sat"
-        names = {p["lemma"] for p in rec["parts"]}
+        parts = record_parts(path, rec)
+        names = {p["lemma"] for p in parts}
         assert {"block0.g0.p0.mono", "block0.g0.sum", "block0.t0.gain.up", "block0.flags"} <= names
-        assert all(p["status"] == "unsat" for p in rec["parts"])
+        assert all(p["status"] == "unsat" for p in parts)
 
 
 def _gst_mxf4(a, b, c, sa, sb, G=16, F=35, zero_exp=-139, block=32):

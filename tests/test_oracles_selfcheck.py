@@ -3,7 +3,7 @@
 The oracle is only worth something if it is right where an independent truth exists:
 ml_dtypes / numpy for decoding and RNE conversion, the host FPU (numpy float32/float16,
 Python float) for IEEE add/mul/fma, numpy `nextafter` for the directed roundings, and the
-numbers printed in seed 002 Table 8 (Equation 10) for the FDPA operations. Nothing here imports
+numbers printed in [Xie2025] Table 8 (Equation 10) for the FDPA operations. Nothing here imports
 `mmaformal`.
 """
 
@@ -501,7 +501,7 @@ def test_ieee_zero_signs():
 
 
 # ------------------------------------------------------------------------------------------
-# seed 002 Table 8 (Equation 10)
+# [Xie2025] Table 8 (Equation 10)
 # ------------------------------------------------------------------------------------------
 
 
@@ -512,7 +512,7 @@ def _enc(fmt, v):
 
 
 def _eq10(fa, fb, L):
-    """Equation 10 of seed 002, padded with zeros to length L."""
+    """Equation 10 of [Xie2025], padded with zeros to length L."""
     a = [-(2**13), F2(-1, 2), F2(-1, 4), F2(-1, 8)] + [0] * (L - 4)
     b = [2**10, 1, 1, 1] + [0] * (L - 4)
     c = 2**23

@@ -181,7 +181,8 @@ def test_readers_see_store_and_shipped_records_and_report_bad_ones(tmp_path, mon
     err = capsys.readouterr().err
     assert "edited.json not used" in err and "does not hash" in err
     # a proved lemma whose query was edited is not reused
-    sha = next(iter(paths.shipped("proofs").glob("cache/*.smt2"))).stem
+    from mmaformal import packs
+    sha = packs.open_pack(paths.shipped("proofs") / "cache" / store.LEMMA_PACKS[0]).names()[0][:64]
     assert store.read_lemma(sha).status == "unsat"
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -262,5 +263,6 @@ def test_proof_record_checker_finds_lemmas_in_the_store_and_shipped(tmp_path, mo
     copy.parent.mkdir(parents=True)
     copy.write_text(path.read_text())
     assert proofs.check_record(copy, rec) == []
-    bad = dict(rec, parts=[dict(rec["parts"][0], sha256="0" * 64)])
-    assert any("missing from proofs/cache" in x for x in proofs.check_record(copy, bad))
+    from mmaformal.query.store import record_parts
+    bad = dict(rec, parts=[dict(record_parts(path, rec)[0], sha256="0" * 64)])
+    assert any("in no proofs/cache/" in x for x in proofs.check_record(copy, bad))

@@ -2,9 +2,13 @@
 
 Each observation is one dot product (or a pair, for monotonicity) that a paper or its published
 test suite reports from real hardware, run through `mmaformal.simulate` with the primary theory
-of that GPU's architecture. The expected value is the hardware's, as published; the test shares
-no code with the core beyond the public simulate/bits API. An observation our theory does not
-reproduce would be a finding: strict xfail with the reason (none so far).
+of that GPU's architecture (the Khattak-Mikaitis sets: thousands of dot products per GPU and
+format, through the theory's `Theory.dot` on numpy lanes, and a tile of each through `simulate`).
+The expected value is the hardware's, as published; the test shares no code with the core beyond
+the public simulate/bits/theory API. An observation the primary theory does not reproduce is a
+finding: it is tested as such, with the count the primary gets and the rival that matches every
+output (so far one: the B200's fp8 mma.sync, which is the sm90 HMMA-halves structure, not the
+native FDPA of the sm100 primary).
 
 Sources:
 - Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ Comput.
@@ -16,17 +20,28 @@ Sources:
   so the data is run here as the first k < 4 elements of the architecture's mma.sync
   (V100: m8n8k4, T4: m16n8k8, A100: m16n8k16 f16/bf16, m16n8k8 tf32). Tests whose C code indexes
   h_b[j-1] at j = 0 (A100 bf16/tf32 "sum starts from largest element") are left out.
-- Seed 000 (Sun et al., "Dissecting Tensor Cores via microbenchmarks") sec. 8.1, Tables 12, 13, 15
+- [Sun2023] (Sun et al., "Dissecting Tensor Cores via microbenchmarks") sec. 8.1, Tables 12, 13, 15
   (A100): a single product of operands initialised in the operand format is exact (zero error
   against the FP32 CPU result) for bf16, f16 and tf32; with f16 C/D (Table 14) the product equals
   the CPU FP32 result rounded to f16.
-- Seed 002 Table 8 is in tests/test_table8.py, its Figure 3 (CDNA3 bias, a statistic) in
+- Khattak, Mikaitis, "Accurate Models of NVIDIA Tensor Cores", arXiv:2512.07004 (2025), data
+  github.com/north-numerical-computing/MATLAB-tensor-core model_validation/ (V100, A100, A2, Ada,
+  L40S, H100, H200, B200; fp16/bf16/tf32 via wmma, fp8 via mma.sync m16n8k32 or, for the
+  H100/H200 f32 outputs, wgmma with a zero accumulator): 48 sets, the first 1000 dot products of
+  each in tests/data/published/khattak-mikaitis-2025.tar.zst (details above the KM_ tests).
+- huweim/emulation_sys bit_width_test_/: the accumulator widths of its README table, with the
+  inputs of its probe programs (details above the huweim tests).
+- [Xie2025] Table 8 is in tests/test_table8.py, its Figure 3 (CDNA3 bias, a statistic) in
   tests/test_accuracy.py.
 """
 from __future__ import annotations
 
+import functools
+import io
+import json
 import struct
 from fractions import Fraction as Fr
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -192,15 +207,15 @@ def test_fasi_2021_not_monotonic(gpu, instr, a, b, c_lo, c_hi, file):
     assert hi < lo, (gpu, lo, hi)
 
 
-SEED000 = [
+SUN2023 = [
     ("bf16", A100["bf16"], "f32"), ("f16", A100["f32"], "f32"), ("tf32", A100["tf32"], "f32"),
     ("f16 (f16 C/D)", A100["f16"], "f16"),
 ]
 
 
-@pytest.mark.parametrize("what, instr, out", SEED000, ids=[s[0] for s in SEED000])
-def test_seed000_single_products_exact(what, instr, out):
-    """Source: seed 000 sec. 8.1, Tables 12, 13, 15 (A100, operands initialised in their own
+@pytest.mark.parametrize("what, instr, out", SUN2023, ids=[s[0] for s in SUN2023])
+def test_sun2023_single_products_exact(what, instr, out):
+    """Source: [Sun2023] sec. 8.1, Tables 12, 13, 15 (A100, operands initialised in their own
     format: zero error of d0 = a0 * b0 against the FP32 CPU result) and Table 14 (f16 C/D: zero
     error against the CPU FP32 result rounded to f16). Same N(0, 1) draws as the paper's setup,
     our seed."""
@@ -224,3 +239,303 @@ def test_seed000_single_products_exact(what, instr, out):
             want = exact
         got = dot(instr, [vx], [vy], 0)
         assert got == want, (what, vx, vy, got, want)
+
+
+# ---- Khattak & Mikaitis: per-GPU output vectors (model_validation/) ------------------------
+# Source: F. A. Khattak, M. Mikaitis, "Accurate Models of NVIDIA Tensor Cores", arXiv:2512.07004
+# (2025), and "Generalized Methodology for Determining Numerical Features of Hardware
+# Floating-Point Matrix Multipliers: Part I", HPEC 2025 (arXiv:2510.15884); data and capture
+# programs: github.com/north-numerical-computing/MATLAB-tensor-core, folder model_validation/
+# (commit b12b5a70; <GPU>/<format>/{a,b,c,d}_*.txt; CUDA/wmma_fp16_bf16_tf32_input.cu,
+# CUDA/mma_fp8_output_fp32.cu, CUDA/mma_fp8_output_fp16.cu). The first 1000 dot products of every
+# set are tests/data/published/khattak-mikaitis-2025.tar.zst (raw bits; remade by
+# tests/data/published/make_khattak_mikaitis.py from the repository).
+#
+# Where each value sits (read from the capture programs):
+# - fp16/bf16/tf32: one wmma::mma_sync per dot product, m16n16k16 (tf32: m16n16k8; tf32 passes
+#   the f32 container), A row-major, B col-major; a = row 0 of A, b = column 0 of B in the first
+#   L elements (V100 4, A100/A2/Ada/L40S 8 (tf32 4), H100/H200/B200 16 (tf32 4)), zeros after;
+#   c = C[0, 0] (f32; for f16 C/D rounded by __float2half), d = D[0, 0].
+# - E4M3/E5M2: one mma.sync.m16n8k32.row.col per dot product: all 32 k of row 0 / column 0 (the
+#   kernel is called with the b file as its A operand: products commute, so the dot product is
+#   the same), c = C[0, 0] (f32, or __float2half(c) for f16 C/D).
+# - H100/H200 E4M3/E5M2 with f32 output: the outputs are a.b without c, at 13-bit precision (see
+#   test_km_outputs_belong_to_inputs); the repository's Validate_TC_models.m replays exactly
+#   these sets with C = 0 ("D= AB+D where D is zero for fp8 with WGMMA"): they were captured with
+#   wgmma and a zero accumulator, not with the mma.sync program of CUDA/. They are replayed as
+#   sm90/wgmma.m64n8k32 with C = 0 (the wgmma program and its N are not published; one theory,
+#   sm90.fp8.f32, covers every N).
+
+KM_PACK = Path(__file__).resolve().parent / "data" / "published" / "khattak-mikaitis-2025.tar.zst"
+KM_ARCH = {"V100": "sm70", "A100": "sm80", "A2": "sm80", "Ada": "sm89", "L40S": "sm89",
+           "H100": "sm90", "H200": "sm90", "B200": "sm100"}
+KM_N = 1000
+#: (gpu, format, out) sets whose f32 outputs hold no c (wgmma with a zero accumulator)
+KM_NO_C = {(g, f, "fp32") for g in ("H100", "H200") for f in ("E4M3", "E5M2")}
+#: B200 fp8 mma.sync: the theory that is primary today (native FDPA, L 32), the dot products of
+#: the 1000 it reproduces, and the sm90-style HMMA-halves rival that reproduces all of them
+KM_B200_FP8 = {
+    ("B200", "E4M3", "fp32"): ("sm100.f8f6f4.f32", 638, "sm100.mma-fp8.k32.f32.hmma"),
+    ("B200", "E4M3", "fp16"): ("sm100.f8f6f4.f16", 628, "sm100.mma-fp8.k32.f16.hmma"),
+    ("B200", "E5M2", "fp32"): ("sm100.f8f6f4.f32", 661, "sm100.mma-fp8.k32.f32.hmma"),
+    ("B200", "E5M2", "fp16"): ("sm100.f8f6f4.f16", 687, "sm100.mma-fp8.k32.f16.hmma"),
+}
+
+
+def km_instr(gpu: str, fmt: str, out: str) -> str:
+    """The catalog instruction the capture program ran (see the comment above)."""
+    arch, o = KM_ARCH[gpu], ("f16" if out == "fp16" else "f32")
+    if fmt in ("E4M3", "E5M2"):
+        e = fmt.lower()
+        if (gpu, fmt, out) in KM_NO_C:
+            return f"{arch}/wgmma.m64n8k32.f32.{e}.{e}"
+        return f"{arch}/mma.m16n8k32.{o}.{e}.{e}.{o}"
+    if fmt == "tf32":
+        return f"{arch}/wmma.mma.m16n16k8.f32.tf32.tf32.f32"
+    if fmt == "bf16":
+        return f"{arch}/wmma.mma.m16n16k16.f32.bf16.bf16.f32"
+    return f"{arch}/wmma.mma.m16n16k16.{o}.{o}"       # f16 A/B: <D type>.<C type>
+
+
+@functools.lru_cache(maxsize=None)
+def _km_pack():
+    from mmaformal import packs
+    return packs.open_pack(KM_PACK)
+
+
+@functools.lru_cache(maxsize=None)
+def _km_index() -> dict:
+    return json.loads(_km_pack().get("index.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def _km_member(name: str) -> np.ndarray:
+    return np.load(io.BytesIO(_km_pack().get(name)), allow_pickle=False)
+
+
+def km_set(gpu, fmt, out):
+    """(A rows, B rows, C, D) raw bits of one set as the GPU received / returned them: C in the
+    C format of the instruction (f32 bits, or __float2half of them, RNE), D in the output
+    format."""
+    s = next(s for s in _km_index()["sets"] if (s["gpu"], s["format"], s["out"]) == (gpu, fmt, out))
+    A, B, C, D = (_km_member(s[k]) for k in "abcd")
+    if out == "fp16":
+        C = C.view(np.float32).astype(np.float16).view(np.uint16)    # __float2half: RNE
+    return A, B, C, D
+
+
+KM_SETS = [(s["gpu"], s["format"], s["out"]) for s in _km_index()["sets"]]
+KM_IDS = [f"{g}-{f}-{o}" for g, f, o in KM_SETS]
+#: the replay of every set on the primary; the B200 fp8 sets fail it until the HMMA-halves rival
+#: is made primary (strict: an unexpected pass says the flip happened and the mark must go)
+KM_REPLAY = [pytest.param(*s, id=i, marks=pytest.mark.xfail(
+    strict=True, reason="B200 fp8 mma.sync is two f16 HMMA halves (rival "
+    f"{KM_B200_FP8[s][2]}, {KM_N}/{KM_N}), not the sm100 primary's native FDPA ({KM_B200_FP8[s][1]}/{KM_N})"))
+    if s in KM_B200_FP8 else pytest.param(*s, id=i) for s, i in zip(KM_SETS, KM_IDS)]
+
+
+def km_dots(instr, A, B, C, theory=None) -> np.ndarray:
+    """D bits of the dot products (row n of A, row n of B, C[n]) placed as the capture program
+    placed them: the first len(row) k of the instruction's K, zeros after. Evaluated through the
+    theory's one entry point (Theory.dot, on numpy lanes: one lane per dot product, as simulate
+    does per tile element)."""
+    from mmaformal import theory as _theory
+    from mmaformal.bits import NUMPY
+    from mmaformal import fp
+    ins = isa.lookup(instr)
+    th = _theory.default().resolve(ins, theory)
+    n, L = A.shape
+    assert L <= ins.k
+    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
+    za, zb = np.zeros(n, A.dtype), np.zeros(n, B.dtype)
+    a = [NUMPY.lift(A[:, k] if k < L else za, wa) for k in range(ins.k)]
+    b = [NUMPY.lift(B[:, k] if k < L else zb, wb) for k in range(ins.k)]
+    d = th.dot(NUMPY, a, b, NUMPY.lift(C, wc), None, None)
+    v = np.broadcast_to(np.asarray(d.v), (n,))
+    return np.array([int(x) for x in v], dtype=np.uint64) if v.dtype == object else v.astype(np.uint64)
+
+
+def test_km_fixture():
+    """The fixture: 48 sets (8 GPUs), 1000 dot products each, digests of the manifest intact
+    (open_pack checks every member against KM_PACK's .sha256)."""
+    ix = _km_index()
+    assert ix["commit"].startswith("b12b5a70") and ix["n"] == KM_N
+    assert len(KM_SETS) == 48 and {g for g, _, _ in KM_SETS} == set(KM_ARCH)
+    for s in ix["sets"]:
+        A, B, C, D = km_set(s["gpu"], s["format"], s["out"])
+        assert len(A) == len(B) == len(C) == len(D) == KM_N, s["paths"]
+    from mmaformal import packs
+    assert KM_PACK.stat().st_size + packs.manifest_path(KM_PACK).stat().st_size < 500_000
+
+
+def _km_values(bits: np.ndarray, fmt: str) -> np.ndarray:
+    """Host values (float64) of raw bits, through numpy / ml_dtypes (no mmaformal code)."""
+    import ml_dtypes
+    dt = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "E4M3": ml_dtypes.float8_e4m3fn,
+          "E5M2": ml_dtypes.float8_e5m2, "tf32": np.float32, "f16": np.float16, "f32": np.float32}[fmt]
+    return bits.view(dt).astype(np.float64)
+
+
+@pytest.mark.parametrize("gpu, fmt, out", KM_SETS, ids=KM_IDS)
+def test_km_outputs_belong_to_inputs(gpu, fmt, out):
+    """Source: Khattak & Mikaitis, arXiv:2512.07004 (2025); github.com/north-numerical-computing/
+    MATLAB-tensor-core model_validation/<gpu>/<fmt>/{a,b,c,d}_*.txt. Before trusting a set, check it
+    against its own inputs with host arithmetic: every output is within 2^-6 (relative to the
+    largest product or c) of the exact a.b + c, and c is never zero, so the check sees it. The
+    H100/H200 fp8 f32-output sets fail that with their c and pass it with c = 0 (so they are
+    replayed with C = 0); every other set is the other way round."""
+    A, B, C, D = km_set(gpu, fmt, out)
+    o = "f16" if out == "fp16" else "f32"
+    p = _km_values(A, fmt) * _km_values(B, fmt)             # exact in float64
+    c = _km_values(C, o)
+    d = _km_values(D, o)
+    assert (c != 0).all()
+    scale = np.maximum(np.abs(p).max(axis=1), np.abs(c))
+    err_c = np.abs(d - (p.sum(axis=1) + c)) / scale
+    err_0 = np.abs(d - p.sum(axis=1)) / scale
+    with_c, without_c = err_c.max() <= 2.0 ** -6, err_0.max() <= 2.0 ** -6
+    if (gpu, fmt, out) in KM_NO_C:
+        assert without_c and not with_c and np.median(err_c) > 0.05, (err_0.max(), err_c.max())
+    else:
+        assert with_c and not without_c, (err_c.max(), err_0.max())
+
+
+@pytest.mark.parametrize("gpu, fmt, out", KM_REPLAY)
+def test_km_replay(gpu, fmt, out):
+    """Source: Khattak & Mikaitis, arXiv:2512.07004 (2025); github.com/north-numerical-computing/
+    MATLAB-tensor-core model_validation/<gpu>/<fmt>/d_<gpu>_<out>.txt (first 1000 dot products).
+    Every dot product through the primary theory of the instruction the GPU ran gives the GPU's bits
+    (B200 fp8: strict xfail, see test_km_b200_fp8_mma_is_hmma)."""
+    A, B, C, D = km_set(gpu, fmt, out)
+    if (gpu, fmt, out) in KM_NO_C:
+        C = np.zeros_like(C)
+    got = km_dots(km_instr(gpu, fmt, out), A, B, C)
+    assert int((got == D).sum()) == KM_N, (km_instr(gpu, fmt, out), np.flatnonzero(got != D)[:10])
+
+
+@pytest.mark.parametrize("gpu, fmt, out", sorted(KM_B200_FP8),
+                         ids=[f"{g}-{f}-{o}" for g, f, o in sorted(KM_B200_FP8)])
+def test_km_b200_fp8_mma_is_hmma(gpu, fmt, out):
+    """Source: Khattak & Mikaitis, arXiv:2512.07004 (2025); github.com/north-numerical-computing/
+    MATLAB-tensor-core model_validation/B200/<fmt>/d_B200_<out>.txt (mma.sync.m16n8k32 fp8,
+    model_validation/CUDA/mma_fp8_output_<out>.cu). The silicon refutes the sm100 primary (a native
+    FDPA, the Blackwell FP8 row of [Xie2025] Table 4, L 32, F 25: it reproduces only the counts of
+    KM_B200_FP8) and agrees on every dot product with the rival that reads the SASS of sm_100a (isa
+    field `sass`: 2*HMMA.16816): f16 conversion, two HMMA halves (k mod 4 pairs) chained from +0,
+    then an IEEE add of c: the sm90 structure."""
+    A, B, C, D = km_set(gpu, fmt, out)
+    instr = km_instr(gpu, fmt, out)
+    native, n_native, rival = KM_B200_FP8[gpu, fmt, out]
+    assert int((km_dots(instr, A, B, C, rival) == D).sum()) == KM_N
+    assert int((km_dots(instr, A, B, C, native) == D).sum()) == n_native < KM_N
+    # the same structure as the corroborated sm90 theory of this instruction
+    sm90 = instr.replace("sm100/", "sm90/")
+    assert int((km_dots(sm90, A, B, C) == D).sum()) == KM_N
+
+
+@pytest.mark.parametrize("gpu, fmt, out", sorted(KM_NO_C),
+                         ids=[f"{g}-{f}-{o}" for g, f, o in sorted(KM_NO_C)])
+def test_km_hopper_fp8_f32_not_mma_sync(gpu, fmt, out):
+    """Source: Khattak & Mikaitis, arXiv:2512.07004 (2025); github.com/north-numerical-computing/
+    MATLAB-tensor-core model_validation/<gpu>/<fmt>/d_<gpu>_fp32.txt and
+    model_validation/Validate_TC_models.m (C = 0 for H100/H200 fp8). These outputs are not those of
+    the mma.sync program in CUDA/ (the corroborated HMMA-halves theory of mma.sync gives 0 of 1000
+    with the file's c): they are wgmma's (F 13, RZ-E8M13) with a zero accumulator, bit for bit."""
+    A, B, C, D = km_set(gpu, fmt, out)
+    e = fmt.lower()
+    assert int((km_dots(f"sm90/mma.m16n8k32.f32.{e}.{e}.f32", A, B, C) == D).sum()) == 0
+    assert int((km_dots(km_instr(gpu, fmt, out), A, B, np.zeros_like(C)) == D).sum()) == KM_N
+
+
+@pytest.mark.parametrize("gpu, fmt, out", KM_SETS, ids=KM_IDS)
+def test_km_simulate_tile(gpu, fmt, out):
+    """Source: Khattak & Mikaitis, arXiv:2512.07004 (2025); github.com/north-numerical-computing/
+    MATLAB-tensor-core model_validation/<gpu>/<fmt>/d_<gpu>_<out>.txt. The first dot products of
+    each set through mmaformal.simulate itself, placed as the capture program placed them in a tile
+    (a in a row of A from k = 0, b in a column of B, c in C; one dot product per diagonal element),
+    the primary theory's bits (B200 fp8: the HMMA-halves rival's) equal the GPU's."""
+    A, B, C, D = km_set(gpu, fmt, out)
+    if (gpu, fmt, out) in KM_NO_C:
+        C = np.zeros_like(C)
+    instr = km_instr(gpu, fmt, out)
+    ins = isa.lookup(instr)
+    t = min(ins.m, ins.n)
+    n, L = A.shape
+    At = np.zeros((ins.m, ins.k), A.dtype)
+    Bt = np.zeros((ins.k, ins.n), B.dtype)
+    Ct = np.zeros((ins.m, ins.n), C.dtype)
+    At[:t, :L], Bt[:L, :t] = A[:t], B[:t].T
+    Ct[np.arange(t), np.arange(t)] = C[:t]
+    rival = KM_B200_FP8[gpu, fmt, out][2] if (gpu, fmt, out) in KM_B200_FP8 else None
+    d = mmaformal.simulate(ins, At, Bt, Ct, theory=rival)
+    assert (d[np.arange(t), np.arange(t)] == D[:t]).all()
+
+
+# ---- huweim/emulation_sys: accumulator widths --------------------------------------------------
+# Source: github.com/huweim/emulation_sys, bit_width_test_/README.md ("Key Findings" table, commit
+# e791d08b) and the probes it ran: bit_width_test_/tc_acc_bitwidth.cu (wmma, commit 19df66d1),
+# bit_width_test_/tc_acc_bitwidth_fp8.cu (wgmma, commit 69ec80e1),
+# bit_width_test_/src/probe_mma_fp8_acc_fp32.cu and src/probe_mma_fp4_acc_fp32.cu (commit
+# 3c3057b0). A probe "bit" b asks for c + (a1 + a2) with a1 + a2 = 1 that needs b bits; the
+# reported width W is the last b that still gives c + 1 (the probe stops at the first failure).
+# The table lists the RTX A6000 as sm_89; the A6000 is an Ampere GA102 part (sm_86), whose
+# wmma is the catalog's sm80 one.
+
+HUWEIM_WMMA = [   # (GPUs as the table names them, wmma instruction, reported width W)
+    ("A100", "sm80/wmma.mma.m16n16k16.f32.f32", 24),
+    ("RTX 4090", "sm89/wmma.mma.m16n16k16.f32.f32", 24),
+    ("RTX A6000", "sm80/wmma.mma.m16n16k16.f32.f32", 24),
+    ("H100", "sm90/wmma.mma.m16n16k16.f32.f32", 25),
+    ("RTX 5090", "sm120/wmma.mma.m16n16k16.f32.f32", 25),
+]
+
+
+@pytest.mark.parametrize("gpu, instr, width", HUWEIM_WMMA, ids=[h[0] for h in HUWEIM_WMMA])
+def test_huweim_wmma_fp16_accumulator_width(gpu, instr, width):
+    """Source: huweim/emulation_sys bit_width_test_/README.md (fp16 in, f32 accumulator, wmma:
+    A100 / 4090 / A6000 24 bits, H100 / 5090 25 bits) with tc_acc_bitwidth.cu's inputs: c = 2^23,
+    a = [__double2half(1 - 2^-k), __double2half(2^-k)], b = [1, 1], k = bit - 23, probed from
+    bit 24 up; PASS when d = 2^23 + 1. Our model must pass bits 24..W and fail at W + 1."""
+    def passes(bit):
+        k = bit - 23
+        a = [Fr(float(np.float16(1.0 - 2.0 ** -k))), Fr(float(np.float16(2.0 ** -k)))]
+        return dot(instr, a, [1, 1], two(23)) == two(23) + 1
+    assert all(passes(b) for b in range(24, width + 1)) and not passes(width + 1), gpu
+
+
+def test_huweim_wgmma_fp8_accumulator_width():
+    """Source: huweim/emulation_sys bit_width_test_/README.md (H100, wgmma, E5M2 x E4M3 -> f32:
+    13 bits) with tc_acc_bitwidth_fp8.cu's inputs (wgmma.m64n8k32.f32.e5m2.e4m3): c = 2^11,
+    a = [fp8_e5m2(1 - 2^-k), fp8_e5m2(2^-k)] (RNE, satfinite), b = [1, 1], k = bit - 11, probed
+    from bit 12; PASS when d = 2^11 + 1: bits 12, 13 pass, 14 is the first failure."""
+    import ml_dtypes
+    e5m2 = lambda x: Fr(float(np.float32(x).astype(ml_dtypes.float8_e5m2).astype(np.float32)))  # noqa: E731
+    instr = "sm90/wgmma.m64n8k32.f32.e5m2.e4m3"
+    ok = [dot(instr, [e5m2(1 - 2.0 ** -(b - 11)), e5m2(2.0 ** -(b - 11))], [1, 1], two(11)) == two(11) + 1
+          for b in (12, 13, 14)]
+    assert ok == [True, True, False]
+
+
+def test_huweim_rtx5090_f8f6f4_accumulator():
+    """Source: huweim/emulation_sys bit_width_test_/README.md (RTX 5090, mma f8f6f4: 25 bits) with
+    src/probe_mma_fp8_acc_fp32.cu (mma.sync.kind::f8f6f4.m16n8k32 e4m3, c = 2^24: four products
+    0.5 * 1 give 2^24 + 2, "kept"; eight products 0.25 * 1 give 2^24, "lost") and
+    src/probe_mma_fp4_acc_fp32.cu (e2m1: four products 0.5 * 1 kept; its second case is
+    uninformative: 0.25 converts to e2m1 0, RNE, so the products are zero either way)."""
+    e4m3 = "sm120/mma.m16n8k32.kind::f8f6f4.f32.e4m3.e4m3.f32"
+    e2m1 = "sm120/mma.m16n8k32.kind::f8f6f4.f32.e2m1.e2m1.f32"
+    assert dot(e4m3, [Fr(1, 2)] * 4, [1] * 4, two(24)) == two(24) + 2
+    assert dot(e4m3, [Fr(1, 4)] * 8, [1] * 8, two(24)) == two(24)
+    assert dot(e2m1, [Fr(1, 2)] * 4, [1] * 4, two(24)) == two(24) + 2
+
+
+def test_km_generator_names_the_fixture_sets():
+    """The script that remakes the fixture (tests/data/published/make_khattak_mikaitis.py,
+    from a fetched copy of the repository) lists exactly the fixture's sets, in its order."""
+    import importlib.util
+    path = KM_PACK.parent / "make_khattak_mikaitis.py"
+    spec = importlib.util.spec_from_file_location("make_khattak_mikaitis", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    listed = [(g, f, o) for g, f, outs in mod.SETS for o in outs if (g, f, o) not in mod.MISSING]
+    assert listed == KM_SETS and mod.NAME + ".tar.zst" == KM_PACK.name

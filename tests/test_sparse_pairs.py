@@ -14,13 +14,15 @@ from mmaformal import isa, paths
 from mmaformal import sparse as SP
 from mmaformal.bits import INT
 from mmaformal.cli import main
+from mmaformal.hw import campaigns
 
 from oracles import integer as O
 from oracles import sparse_pairs as OP
 
 S4 = "sm90/mma.sp.m16n8k64.s32.s4.s4.s32"
 U4_ORD = "sm90/mma.sp::ordered_metadata.m16n8k128.s32.u4.u4.s32"
-REC = paths.shipped("counterexamples") / "hw" / "2026-11-24-h100-issue14-sparse"
+#: the H100 mma.sp campaign (mmaformal.hw.campaigns: its pack, or its folder before packing)
+REC = campaigns.campaign("2026-11-24-h100-issue14-sparse", paths.shipped("counterexamples") / "hw")
 
 
 def test_rule_is_pairs_for_4bit_and_single_elements_otherwise():
@@ -169,7 +171,7 @@ def test_recorded_h100_tiles_replay_through_simulate_cli(stem, tmp_path, capsys)
     harness's positions as --meta, and as a dense A: bit-exact. The same tiles against the exact
     integer oracle under the oracle's pair rule match; under an element-wise 2:4 reading of the
     positions (the broken twin) they do not."""
-    z = np.load(REC / f"{stem}.npz")
+    z = REC.arrays(stem)
     name = stem.replace("_", "/", 1)
     ins = isa.lookup(name)
     n = 0

@@ -206,3 +206,94 @@ def test_cli_simulate_same_bits_with_and_without_caches(tmp_path):
         assert r.returncode == 0, r.stderr
         outs.append(np.load(out))
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+# --------------------------------------------------------------------------------------------
+# damaged kernels: checked before every load, rebuilt, never loaded
+
+_ADD17 = ("import sys, numpy as np; from mmaformal import compile as C\n"
+          "def fn(K, x, y):\n"
+          "    return K.add(K.resize(x, 17, False), K.resize(y, 17, False))\n"
+          "x = np.arange(1000, dtype=np.uint16)\n"
+          "k = C.compile_kernel(fn, [16, 16], [32], disk_key='test|damaged')\n"
+          "assert np.array_equal(k(x, x)[0], 2 * x.astype(np.uint32))\n"
+          "print('ok')\n")
+
+
+def _add17(cache, **env):
+    """Build (or find) the add17 kernel in a fresh process; its CompletedProcess (a SIGBUS on
+    loading a damaged .so ends it with a negative returncode instead of killing the tests)."""
+    e = dict(os.environ, MMAFORMAL_CACHE=str(cache), **env)
+    return subprocess.run([sys.executable, "-c", _ADD17], capture_output=True, text=True, env=e)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage"])
+def test_damaged_kernel_is_rebuilt_never_loaded(tmp_path, damage):
+    """A .so cut short (SIGBUS when loaded), emptied or overwritten is found by its recorded
+    size and sha256 (k_<hash>.sum) and rebuilt, in the same run and for good."""
+    if not C.available()[0]:
+        pytest.skip("no C compiler")
+    r = _add17(tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    (so,) = tmp_path.glob("k_*.so")
+    assert so.with_suffix(".sum").exists()
+    good = so.read_bytes()
+    if damage == "truncated":
+        os.truncate(so, 1000)
+    elif damage == "empty":
+        os.truncate(so, 0)
+    else:
+        so.write_bytes(bytes(range(256)) * (len(good) // 256))
+    for _ in range(2):                                    # rebuilt once, then found intact
+        r = _add17(tmp_path)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr)
+        assert "compiled path unavailable" not in r.stderr
+        assert _cache.sum_ok(so)
+    assert len(so.read_bytes()) == len(good)
+
+
+def test_kernel_without_a_sum_is_rebuilt(tmp_path):
+    """A .so of unknown provenance (no .sum beside it) is never loaded as is."""
+    if not C.available()[0]:
+        pytest.skip("no C compiler")
+    assert _add17(tmp_path).returncode == 0
+    (so,) = tmp_path.glob("k_*.so")
+    so.with_suffix(".sum").unlink()
+    os.truncate(so, 1000)
+    r = _add17(tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr)
+    assert _cache.sum_ok(so)
+
+
+def test_concurrent_builders_of_one_kernel(tmp_path):
+    """Processes building the same kernel at once all get a good one (per-kernel lock,
+    atomic rename): no process loads a half-written .so."""
+    if not C.available()[0]:
+        pytest.skip("no C compiler")
+    env = dict(os.environ, MMAFORMAL_CACHE=str(tmp_path))
+    ps = [subprocess.Popen([sys.executable, "-c", _ADD17], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    outs = [p.communicate() for p in ps]
+    assert [p.returncode for p in ps] == [0, 0, 0], outs
+    (so,) = tmp_path.glob("k_*.so")
+    assert _cache.sum_ok(so)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("tmp")]   # no leftovers
+
+
+def test_damaged_cuda_source_is_made_again(tmp_path, monkeypatch):
+    """The CUDA path's stored kernel source (cu_<key>.cu) is checked the same way: a damaged
+    one is made again (traced), never handed to the compiler."""
+    from mmaformal import cuda
+    monkeypatch.setenv("MMAFORMAL_CACHE", str(tmp_path))
+    made = []
+
+    def make():
+        made.append(1)
+        return "extern \"C\" __global__ void k() {}\n" * 50
+
+    src = cuda._src_cache("test|cu", make)
+    assert cuda._src_cache("test|cu", make) == src and made == [1]
+    (p,) = tmp_path.glob("cu_*.cu")
+    os.truncate(p, 10)
+    assert cuda._src_cache("test|cu", make) == src and made == [1, 1]
+    assert p.read_text() == src and _cache.sum_ok(p)

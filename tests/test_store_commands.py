@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from mmaformal.query import cex, proofs
+from mmaformal import cli
+from mmaformal.query import cex
 from mmaformal.query.store import PROOFS
 
 PROOF = PROOFS / "equiv" / "sm80_mma.m16n8k16.f32.f16.f16.f32--2_sm80_mma.m16n8k8.f32.f16.f16.f32.json"
@@ -13,19 +14,20 @@ CEX = cex.ROOT / "monotonic" / "sm70_mma.m8n8k4.f32.f16.f16.f32-e6759664fa.json"
 
 
 def test_proof_record_checks_and_fails_when_edited(tmp_path, capsys):
-    assert proofs.main([str(PROOF)]) == 0
+    assert cli.main(["store", "recheck", str(PROOF), "--no-solve"]) == 0
     assert "1 of 1 records hold" in capsys.readouterr().out
     rec = json.loads(PROOF.read_text())
     shutil.copy(PROOF.with_name(rec["query"]), tmp_path / rec["query"])
     rec["twin"]["status"] = "unknown"
     (tmp_path / PROOF.name).write_text(json.dumps(rec))
-    assert proofs.main([str(tmp_path / PROOF.name)]) == 1
+    assert cli.main(["store", "recheck", str(tmp_path / PROOF.name), "--no-solve"]) == 1
     assert "no refuted broken twin" in capsys.readouterr().out
     (tmp_path / rec["query"]).write_text("(check-sat)\n")
     rec["twin"]["status"] = "sat"
     (tmp_path / PROOF.name).write_text(json.dumps(rec))
-    assert proofs.main([str(tmp_path / PROOF.name)]) == 1
-    assert "missing or edited" in capsys.readouterr().out
+    assert cli.main(["store", "recheck", str(tmp_path / PROOF.name), "--no-solve"]) == 1
+    assert "does not hash to query_sha256" in capsys.readouterr().out
+    assert cli.main(["store", "recheck", str(tmp_path / "missing.json")]) == 2
 
 
 def test_counterexample_replays_and_fails_when_edited(tmp_path, capsys):

@@ -3,9 +3,12 @@ monotonic, bound, distinguish) are replayed here:
 
 - every counterexample replays on every back-end (int, numpy, the compiled C path) to its stored
   outputs, and its outputs still show what it claims (differ / asymmetric / decreasing);
-- every proof record is "proved" with a refuted broken twin, every lemma it names is in
-  proofs/cache with the same sha256, every stored query hashes as recorded;
-- records whose theory hashes are stale (the theory changed since) are flagged;
+- every proof record is "proved" with a refuted broken twin, its lemma list (inline or in
+  proofs/parts.tar.zst) hashes as recorded, every lemma it names is stored (the packs of
+  proofs/cache), every stored query hashes as recorded (tests/test_store_packs.py checks the
+  packs and that every lemma text hashes to its name);
+- a record whose theory hashes are stale (the theory changed since) fails: proofs and
+  counterexamples alike are regenerated when a theory changes;
 - the demonstrations the project relies on are stored: sm80 vs sm90 distinguished, symmetry of
   every NVIDIA T-FDPA-based group with K <= 16 proved, every CDNA3 TR/GTR group refuted,
   sm80 m16n8k16 = two chained 8-term blocks.
@@ -23,11 +26,10 @@ from mmaformal import paths
 from mmaformal.query import cex
 from mmaformal.query.distinguish import check, from_spec
 from mmaformal.query.prove import symmetry_groups
-from mmaformal.query.store import sha256
+from mmaformal.query.store import record_parts, record_problems, sha256
 
 #: the shipped records (the checkout's folders, or mmaformal/_data in an installed package)
 PROOFS = paths.shipped("proofs")
-CACHE_DIR = PROOFS / "cache"
 
 CLAIM_GROUPS = ("symmetry", "equiv", "unobservable", "monotonic", "bound")
 REFRESH = "python3 -m mmaformal.query.prove prove symmetry --set nvidia-tfdpa --save (or the claim's own command)"
@@ -52,14 +54,11 @@ def test_counterexample_replays_on_every_backend(path, rec):
     for run in rec["runs"]:
         assert "hardware" in run
     problems = cex.replay_record(rec, ("int", "numpy", "compiled"))
-    st = cex.stale(rec)
-    if st and problems:
-        pytest.fail(f"{path.name}: stale (theories changed since: {st}) and no longer replays: "
-                    f"{problems}; regenerate it")
-    if st:
-        import warnings
-        warnings.warn(f"{path.name}: theories {st} changed since it was written; it still replays")
     assert not problems, problems
+    st = cex.stale(rec)
+    assert not st, (f"{path.name}: theories {st} changed since it was written; re-prove its "
+                    f"claim (mmaformal prove {rec['kind']} --all INSTR.. --redo --save) and "
+                    f"remove it")
 
 
 @pytest.mark.parametrize("path, rec", PROOF_RECS, ids=[f"{p.parent.name}/{p.name}" for p, _ in PROOF_RECS])
@@ -68,14 +67,13 @@ def test_proof_record_is_complete(path, rec):
     tw = rec["twin"]
     assert tw and tw["status"] == "sat" and tw.get("verdict") == "refuted", "no refuted broken twin"
     if rec["method"] == "decomposed":
-        assert rec["parts"] and all(p["status"] == "unsat" for p in rec["parts"])
-        for p in rec["parts"]:
-            q = CACHE_DIR / f"{p['sha256']}.smt2"
-            assert q.exists(), f"lemma {p['lemma']} missing from proofs/cache"
-            assert sha256(q.read_text()) == p["sha256"], "cached lemma query was edited"
+        parts = record_parts(path, rec)
+        assert parts and all(p["status"] == "unsat" for p in parts)
+        assert "parts" in rec or rec["lemma_count"] == len(parts)
     else:
         q = path.parent / rec["query"]
         assert sha256(q.read_text()) == rec["query_sha256"], "stored query was edited"
+    assert record_problems(path, rec) == []
 
 
 def test_no_stale_proofs():
@@ -113,12 +111,19 @@ def test_resolve_every_stored_query():
     outside)."""
     from mmaformal.query import campaign
     from mmaformal.query.model import BITWUZLA_ENGINE
+    from mmaformal import packs
+    from mmaformal.query.store import LEMMA_PACKS, lemma_index
     jobs = []
-    for q in sorted(CACHE_DIR.glob("*.smt2")):
-        meta = json.loads(q.with_suffix(".json").read_text())
-        jobs.append(campaign.Job(f"lemma/{q.name}", "mmaformal.query.campaign:solve_job",
-                                 {"text": q.read_text(), "solver": meta["solver"], "timeout": 600,
-                                  "expect": "unsat", "engine": BITWUZLA_ENGINE}, 660))
+    for name in LEMMA_PACKS:
+        pk = packs.open_pack(PROOFS / "cache" / name)
+        index = lemma_index(PROOFS / "cache" / name)
+        for m in pk.names():
+            if m.endswith(".smt2"):
+                meta = index[m[:-5]]
+                jobs.append(campaign.Job(f"lemma/{m}", "mmaformal.query.campaign:solve_job",
+                                         {"text": pk.get(m).decode(), "solver": meta["solver"],
+                                          "timeout": 600, "expect": "unsat",
+                                          "engine": BITWUZLA_ENGINE}, 660))
     for path, rec in PROOF_RECS:
         if rec["method"] != "decomposed":
             q = path.parent / rec["query"]
@@ -143,4 +148,5 @@ def test_symmetry_queries_are_current():
             continue
         m = resolve(rec["instructions"][0])
         shas = [sha256(l.text) for l in X.symmetry_lemmas(X.structure(m))]
-        assert shas == [p["sha256"] for p in rec["parts"]], f"{path.name} is stale: re-prove it"
+        assert shas == [p["sha256"] for p in record_parts(path, rec)], \
+            f"{path.name} is stale: re-prove it"

@@ -1,4 +1,4 @@
-"""Seed 002 sec. 5, Table 8: the discrepancy example of Equation 10 through `simulate`.
+"""[Xie2025] sec. 5, Table 8: the discrepancy example of Equation 10 through `simulate`.
 
     a = (-2^13, -0.5, -0.25, -0.125, 0, ...), b = (2^10, 1, 1, 1, 0, ...), c = 2^23
     (row 0 of A, column 0 of B, C[0, 0]; everything else zero)

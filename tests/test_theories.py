@@ -97,7 +97,7 @@ def test_statuses_and_required_rivals(ts):
     assert zs == {"excluded", "field", -133}
 
 
-def test_parameters_of_seed002_tables(ts):
+def test_parameters_of_xie2025_tables(ts):
     """Spot checks of Tables 4, 5, 6, 7 through resolve()."""
     def p(name):
         t = ts.resolve(name)
@@ -285,7 +285,7 @@ CLASSES = ("normal", "bits", "sparse", "subnormal", "special")
 
 
 def class_bits(fmt_name: str, cls: str, shape, rng: np.random.Generator) -> np.ndarray:
-    """Raw bits of one input class of the CLFP test classes (seed 002 sec. 3.1.4)."""
+    """Raw bits of one input class of the CLFP test classes ([Xie2025] sec. 3.1.4)."""
     f = fp.fmt(fmt_name)
     dt = storage_dtype(fmt_name)
     width = f.k + f.pad

@@ -39,7 +39,7 @@ def test_wmma_catalog():
 
 
 # (wmma form, the mma-level instruction it is a K-chained sequence of) -- written from the seeds
-# (seed 004 sec. IV-C Volta HMMA.884 sets; seed 000 Turing HMMA.1688; seed 003 Table III Ampere)
+# ([Raihan2019] sec. IV-C Volta HMMA.884 sets; [Sun2023] Turing HMMA.1688; [Abdelkhalik2022] Table III Ampere)
 COMPOSE = [
     ("sm70/wmma.mma.m16n16k16.f32.f32", "sm70/mma.m8n8k4.f32.f16.f16.f32"),
     ("sm70/wmma.mma.m16n16k16.f16.f16", "sm70/mma.m8n8k4.f16.f16.f16.f16"),

@@ -60,7 +60,7 @@ __all__ = [
 #: (tf32 lives in an f32 container; s4/u4 are packed 8 and b1 32 to a register).
 FORMAT_BITS = {"f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8,
                "s8": 8, "u8": 8, "s4": 4, "u4": 4, "b1": 1, "s32": 32}
-#: numpy storage dtype per format (raw-bit I/O contract of DESIGN.md: formats of 8 bits or
+#: numpy storage dtype per format (raw-bit I/O contract of docs/design.md: formats of 8 bits or
 #: less one element per uint8, in the low bits).
 STORAGE_DTYPE = {f: np.dtype(f"uint{max(8, b)}") for f, b in FORMAT_BITS.items()}
 #: integer operand formats (exact products; D = C + sum, s32 wrap or .satfinite clamp)
@@ -206,7 +206,7 @@ def _mma_ab(shape: str, fmt: str):
 
 @dataclass(frozen=True)
 class Spec:
-    """One covered instruction. ``name`` is the DESIGN.md spelling (``sm90/<qualifier>``)."""
+    """One covered instruction. ``name`` is the docs/design.md spelling (``sm90/<qualifier>``)."""
 
     name: str
     family: str  # "mma" | "wgmma" | "wmma"

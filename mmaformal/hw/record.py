@@ -16,13 +16,15 @@ drawn from the same class too (Inf/NaN there shows whether the hardware multipli
 positions by zero).
 
 May import: numpy, mmaformal.classes, mmaformal.hw.kernels / sparse / runner (GPU side only in
-:func:`record`). Invariant: the digest is of the raw D bits exactly as returned.
+:func:`record`), mmaformal.hw.campaigns (the records to replay). Invariant: the digest is of
+the raw D bits exactly as returned.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -143,12 +145,14 @@ def theory_fn(name: str, tid: str | None = None):
 
 
 def replay_dir(paths, out: Path, primary_only: bool = False) -> dict:
-    """Replay digest records against every evaluable theory of their instruction (primary and
-    rivals): {instruction: {theory id: {class: digest equal}}}, written to ``out``."""
+    """Replay digest records (campaigns.Record, or paths for ``campaigns.records_at``) against
+    every evaluable theory of their instruction (primary and rivals): {instruction: {theory
+    id: {class: digest equal}}}, written to ``out``."""
     from .. import theory as _theory
+    from .campaigns import records_at
     res = {}
-    for p in paths:
-        rec = json.loads(Path(p).read_text())
+    for r in [r for p in paths for r in ([p] if hasattr(p, "data") else records_at(p))]:
+        rec = r.data
         name = rec["instruction"]
         prim = _theory.resolve(name)
         tids = [prim.id] + ([] if primary_only else
@@ -221,12 +225,19 @@ def main(argv=None) -> int:
     p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
     p.add_argument("--keep-tiles", type=int, default=32)
     p.add_argument("--probe", action="store_true", help="only the dropped-position probe")
-    p.add_argument("--replay", nargs="*", type=Path, help="digest records to replay on the CPU")
+    p.add_argument("--replay", nargs="*", type=Path, help="digest records to replay on the CPU "
+                   "(record files, or campaigns: a folder or pack of counterexamples/hw)")
     p.add_argument("--primary-only", action="store_true", help="replay: the primary theory only")
     a = p.parse_args(argv)
     if a.replay:
+        from .campaigns import records_at
         si, sn = (int(x) for x in a.shard.split("/"))
-        replay_dir(sorted(a.replay)[si::sn], a.out, a.primary_only)
+        try:
+            recs = [r for p in sorted(a.replay) for r in records_at(p)]
+        except ValueError as e:
+            print(f"mmaformal.hw.record: {e}", file=sys.stderr)
+            return 2
+        replay_dir(recs[si::sn], a.out, a.primary_only)
         return 0
     names = list(a.instructions)
     if a.sparse_preset:

@@ -1,6 +1,6 @@
 """SASS of the harness kernels: which tensor-core machine instructions each PTX form becomes.
 
-(layer 5 front end, ``hw``). A PTX MMA may compile to a sequence (DESIGN.md: "look at the SASS"),
+(layer 5 front end, ``hw``). A PTX MMA may compile to a sequence (docs/design.md: read the SASS),
 so every hardware campaign records it. :func:`sass` compiles the generated kernel of an
 instruction with nvcc to an sm_90a cubin (``-gencode=arch=compute_90a,code=sm_90a``; no GPU
 needed) and returns the ``cuobjdump -sass`` text and the list of MMA mnemonics in it (HMMA,

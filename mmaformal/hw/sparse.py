@@ -167,7 +167,7 @@ def tile_words(pos: np.ndarray, fmt: str, k: int) -> tuple[np.ndarray, np.ndarra
 #: (2026-11-24) sparse m16n8k32 .f16/.bf16 and m16n8k16 .tf32 failed the layout self-check with
 #: a full 32-bit row pattern in every lane (7970 resp. 6766 of 8192 outputs wrong), so a lane's
 #: register does not hold one whole row there (two rows of 16 bits each would explain it).
-#: Source: counterexamples/hw/2026-11-24-h100-issue14/ (selfcheck).
+#: Source: counterexamples/hw/2026-11-24-h100-issue14.tar.zst (selfcheck).
 PERIOD16 = {("f16", 32), ("bf16", 32), ("tf32", 16)}
 
 

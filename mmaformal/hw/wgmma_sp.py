@@ -651,14 +651,20 @@ def main(argv=None) -> int:
                    "line) to run instead of the sparse forms and the integer N = 240/256 ones")
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--replay", nargs="*", type=Path, help="records to replay by digest on the "
-                   "CPU (primary theory); the verdicts go to --out/digest-replay.json")
+                   "CPU (primary theory; record files, or campaigns: a folder or pack of "
+                   "counterexamples/hw); the verdicts go to --out/digest-replay.json")
     a = p.parse_args(argv)
     t_start = time.time()
     if a.replay:
         from .. import theory as _theory
+        from .campaigns import records_at
         verdicts = {}
-        for path in a.replay:
-            rec = json.loads(Path(path).read_text())
+        try:
+            recs = [r.data for path in a.replay for r in records_at(path)]
+        except ValueError as e:
+            print(f"mmaformal.hw.wgmma_sp: {e}", file=sys.stderr)
+            return 2
+        for rec in recs:
             th = _theory.resolve(rec["instruction"])
             v = replay_digest(rec)
             verdicts[rec["instruction"]] = {"theory": th.id, "theory_hash": th.hash(),

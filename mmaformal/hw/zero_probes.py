@@ -1,6 +1,6 @@
 """Probes for the exponent that zero terms take in e_max (the `zero_exp` parameter).
 
-CLFP-style (seed 002 sec. 3.1.3): c = +0, one product p0 whose exponent lies below the
+CLFP-style ([Xie2025] sec. 3.1.3): c = +0, one product p0 whose exponent lies below the
 candidate zero-term exponents, and a tiny product p1 = -2^-j of the opposite sign. The fused
 sum truncates p1 at 2^(e_max - F); scanning j shows where the truncation point lies, hence
 e_max, hence the exponent a zero c takes. For f16 output, p0 sits on a rounding tie so that the

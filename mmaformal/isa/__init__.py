@@ -166,8 +166,8 @@ def sparse_group(fmt: str) -> tuple[int, int, int]:
     - s4, u4: (8, 4, 2): 2 kept aligned pairs (2p, 2p + 1) of the 4 pairs of every 8 elements,
       one 2-bit index per kept pair. Source: PTX ISA 9.7.14.6.1 (.u4/.s4: 4:8, zeros and
       non-zeros clustered in two-element sub-chunks); H100 campaign 2026-11-24
-      (counterexamples/hw/2026-11-24-h100-issue14-sparse/: the 32 sm90 s4/u4 mma.sp forms, 10^7
-      dot products each, replayed with equal digests under this rule).
+      (counterexamples/hw/2026-11-24-h100-issue14-sparse.tar.zst: the 32 sm90 s4/u4 mma.sp
+      forms, 10^7 dot products each, replayed with equal digests under this rule).
     """
     if fmt == "tf32":
         return 2, 1, 1
@@ -643,8 +643,10 @@ def _suggest(name: str, cat: dict[str, Instruction], n: int = 5) -> list[str]:
         hits = [f"{a}/{canon}" for a in ARCHS if f"{a}/{canon}" in cat]
         if hits:
             return hits[:n]
-        return difflib.get_close_matches(canon, sorted({i.qualifier for i in cat.values()}),
-                                         n=n, cutoff=0.0)
+        quals = difflib.get_close_matches(canon, sorted({i.qualifier for i in cat.values()}),
+                                          n=n, cutoff=0.0)
+        # full names (arch/qualifier), each close qualifier on the first architecture that has it
+        return [next((f"{a}/{q}" for a in ARCHS if f"{a}/{q}" in cat), q) for q in quals]
     arch = canon.split("/", 1)[0]
     pool = [key for key in cat if key.startswith(arch + "/")] or list(cat)
     shape = re.search(r"m\d+n\d+k\d+|\d+x\d+x\d+", canon)

@@ -2,9 +2,14 @@
 the query text (mmaformal.query.store.sha256: let-binding names normalised).
 
 In memory for every result of the process; on disk (when `root` is set; `prove --save` points
-the process-wide `CACHE` at the store's proofs/cache, store.lemma_dir()) only for proved (unsat) sub-queries, as
-<root>/<sha256>.smt2 (the query) + <root>/<sha256>.json (status, solver, version, seconds).
-Only unsat results are read back from disk: a stored lemma is re-used, never a model.
+the process-wide `CACHE` at the store's proofs/cache, store.lemma_dir()) only for proved (unsat)
+sub-queries, written loose as <root>/<sha256>.smt2 (the query) + <root>/<sha256>.json (status,
+solver, version, seconds); ``mmaformal store pack`` later folds them into the packs
+proofs/cache/lemmas-<h>.tar.zst (the query a member <sha256>.smt2, the verdict an entry of the
+member index.json). Read back through mmaformal.query.store.read_lemma: `root`'s
+loose files, the store's and the shipped ones, then their packs (each pack decompressed once
+per process). Only unsat results are read back from disk: a stored lemma is re-used, never a
+model.
 
 May import: mmaformal.query.model (the solver call), .store, .solvers. Invariant: an entry is
 the answer to exactly the text that hashes to its key.
@@ -35,7 +40,7 @@ class Cache:
         if sha in self.mem:
             self.hits += 1
             return self.mem[sha]
-        if self.root is not None:     # this folder, then the store's and the shipped proofs/cache
+        if self.root is not None:     # this folder, the store's and the shipped proofs/cache, loose then packed
             r = read_lemma(sha, list(dict.fromkeys([Path(self.root).resolve(), *lemma_dirs()])))
             if r is not None:
                 self.mem[sha] = r

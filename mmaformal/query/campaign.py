@@ -32,7 +32,7 @@ Invariants:
   a lost node loses no finished verdict. A torn last line (power loss mid-write) is ignored.
 
 May import: the standard library, pebble, tqdm, ray (lazily; the optional extra
-`mmaformal[cluster]`), mmaformal._cache, mmaformal.query.solvers and .frame. The verbs that
+`mmaformal[cluster]`), mmaformal._cache, mmaformal.args, mmaformal.query.solvers and .frame. The verbs that
 run campaigns (prove --all, distinguish --all-pairs, ...) import this module and name their
 own job functions ("module:function", imported by the worker), so nothing here imports a verb.
 """
@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from .. import args as _args
 from .frame import BadInput
 
 __all__ = ["Job", "run", "execute", "Progress", "default_workers", "add_options",
@@ -292,7 +293,9 @@ def run(jobs: Iterable[Job], workers: int | None = None, ray: str | None = None,
     on_result(job, result) runs in the driver for each newly finished job (before it is
     stored) and may return fields to add to the stored result (e.g. the record paths).
     bar: a tqdm progress bar on stderr (None: only when stderr is a terminal). as_json: one
-    JSON line per finished job on `out` (stdout)."""
+    JSON line per finished job on `out` (stdout). A campaign that finds jobs already done in
+    its progress store says so on stderr ("resumed: N of M jobs already done, K to run"),
+    unless as_json."""
     jobs = list(jobs)
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise BadInput(f"--jobs must be a positive integer, got {workers!r}")
@@ -306,6 +309,9 @@ def run(jobs: Iterable[Job], workers: int | None = None, ray: str | None = None,
         connect_ray(ray, workers)      # bad addresses fail here, before anything is printed
     if banner:
         print(banner, file=sys.stderr, flush=True)
+    if len(todo) < len(jobs) and not as_json:
+        print(f"resumed: {len(jobs) - len(todo)} of {len(jobs)} jobs already done, {len(todo)} "
+              f"to run (progress store {store.path})", file=sys.stderr, flush=True)
     from tqdm import tqdm
     pbar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="job", file=sys.stderr,
                 disable=(not sys.stderr.isatty()) if bar is None else not bar,
@@ -363,29 +369,19 @@ def run(jobs: Iterable[Job], workers: int | None = None, ray: str | None = None,
 
 # ---- CLI options shared by the campaign verbs ------------------------------------------------
 
-def _jobs_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
-
-
 def add_options(q: argparse.ArgumentParser, jobs_flag: bool = True) -> None:
     """--jobs, --ray, --progress, --limit, --retry-unknown (the runner's options)."""
     if jobs_flag:
-        q.add_argument("-j", "--jobs", type=_jobs_arg, default=None, metavar="N",
+        q.add_argument("-j", "--jobs", type=_args.positive_int, default=None, metavar="N",
                        help="parallel worker processes (default: the CPUs available; with "
                             "--ray: the cluster's CPUs)")
     q.add_argument("--ray", metavar="auto|local|ADDRESS",
                    help="run the jobs on a Ray cluster: auto (the running one), local (start "
                         "one here with --jobs CPUs), or HOST:PORT (needs mmaformal[cluster])")
-    q.add_argument("--progress", metavar="FILE.jsonl",
-                   help="progress store (JSON lines): a campaign run again with the same store "
-                        "skips the jobs it finished")
-    q.add_argument("--limit", type=float, metavar="SEC",
+    q.add_argument("--progress", metavar="FILE.jsonl", type=_args.out_file,
+                   help="progress store (JSON lines; its folder must exist): a campaign run "
+                        "again with the same store skips the jobs it finished")
+    q.add_argument("--limit", type=_args.seconds, metavar="SEC",
                    help="hard limit per job, enforced by killing its worker (default: "
                         "4 x --timeout + 60)")
     q.add_argument("--retry-unknown", action="store_true",

@@ -38,7 +38,7 @@ Combination: s(u_1) ~ -u_1 (sym.* of block 1); s(u_j) = B_j(s x_j, s u_{j-1}) ~ 
 -u_{j-1}) (cong.*, induction) = s(B_j(x_j, u_{j-1})) ~ -u_j (sym.* of block j); the final
 addition likewise; ~ is an equivalence relation and respects negation.
 
-The error bound of seed 002 Table 9 (`bound_lemmas`): per block, the fused sum's bnd.emax and
+The error bound of [Xie2025] Table 9 (`bound_lemmas`): per block, the fused sum's bnd.emax and
 bnd.term (each aligned term is its value truncated to units 2^(E-F)) and the output
 conversion's bnd.out; T-FDPA chains convert S 2^(E-F) (COMBINATION_BOUND). TR-FDPA chains
 (CDNA3, Algorithm 10) are cut once more, at the fused sum's (T, em): the tail's RD
@@ -774,7 +774,7 @@ def monotonic_lemmas_int(m: Model, addend) -> list[Lemma]:
 
 
 # ============================================================================================
-# Error-bound lemmas (seed 002 Table 9) for T-FDPA chains
+# Error-bound lemmas ([Xie2025] Table 9) for T-FDPA chains
 # ============================================================================================
 
 COMBINATION_BOUND = (

@@ -30,7 +30,7 @@ overflows a checked operation there, is an internal error (exit 3), never a resu
 The (first) witness is then made readable (mmaformal.query.minimize: no operand paired with a
 zero, the fewest non-zero products, the smallest exponent spread, the fewest significand bits;
 each step solver queries under --minimize-timeout, the witness so far kept on a time-out;
---raw skips it) and is also printed as one line in the style of seed 002's Equation 10.
+--raw skips it) and is also printed as one line in the style of [Xie2025]'s Equation 10.
 
 The verb is the top of the query layer's distinguishing path: models and witnesses come from
 mmaformal.query.model, the query and the witness search from .search (shared with prove and
@@ -49,6 +49,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from ..args import positive_int
 from . import campaign as _campaign
 from . import cex
 from . import minimize as _min
@@ -322,7 +323,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _campaign.add_options(q)
     q.add_argument("--instr", metavar="NAME", help="instruction for theory ids")
     q.add_argument("--where", action="append", default=[], metavar="C", help=WHERE_HELP)
-    q.add_argument("--count", type=int, default=1, metavar="N",
+    q.add_argument("--count", type=positive_int, default=1, metavar="N",
                    help="up to N different witnesses (earlier ones blocked)")
     q.add_argument("--obligations", choices=("lazy", "always"), default="lazy",
                    help="assert the no-overflow side conditions always, or only when a witness "

@@ -9,7 +9,8 @@ and the argparse glue (the common options, the run-and-print frame, `python -m` 
     EXIT_UNKNOWN 4  the solver gave no answer in time (never reported as proved/equivalent)
 
 The bottom of the query layer above the solver back-ends: every other query module may import
-it. May import: the standard library, mmaformal.query.solvers (the solver names). Invariant: no
+it. May import: the standard library, mmaformal.args (the shared argparse types),
+mmaformal.query.solvers (the solver names). Invariant: no
 model, store or verb logic here; the frame only maps results and errors to output and exit codes.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import json
 import sys
 
+from ..args import out_file, seconds
 from .solvers import SOLVERS
 
 __all__ = ["EXIT_OK", "EXIT_REFUTED", "EXIT_BAD", "EXIT_INTERNAL", "EXIT_UNKNOWN", "BadInput",
@@ -32,18 +34,6 @@ class BadInput(ValueError):
 
 class InternalError(RuntimeError):
     """A result failed its own check (e.g. a witness that does not replay): exit code 3."""
-
-
-def seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds (a zero or negative time limit, or not a
-    number, is a usage error: one line, exit 2)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return v
 
 
 def add_common(q: argparse.ArgumentParser, save: str | None = None,
@@ -64,7 +54,8 @@ def add_common(q: argparse.ArgumentParser, save: str | None = None,
         q.add_argument("--minimize-timeout", type=seconds, default=10.0, metavar="S",
                        help="seconds per minimization query (a time-out keeps the witness so "
                             "far; default 10, at most 60 in all)")
-    q.add_argument("--emit-smt2", metavar="FILE", help="write the (first) query as SMT-LIB2")
+    q.add_argument("--emit-smt2", metavar="FILE", type=out_file,
+                   help="write the (first) query as SMT-LIB2 (its folder must exist)")
     q.add_argument("--json", action="store_true")
     if save is not None:
         q.add_argument("--save", action="store_true", help=save)
@@ -92,9 +83,19 @@ def run_verb(verb: str, compute, exit_code, render, to_json, as_json: bool) -> i
 
 
 def verb_main(add_verb_parser, argv=None) -> int:
-    """`python -m mmaformal.query.<verb>`: a parser with that one verb, run."""
-    p = argparse.ArgumentParser(prog="mmaformal")
-    sub = p.add_subparsers(dest="verb", required=True)
+    """`python -m mmaformal.query.<verb>`: a parser with that one verb, run. A bad option
+    value is one line on stderr and exit 2, as under the `mmaformal` command."""
+    p = _OneLineParser(prog="mmaformal")
+    sub = p.add_subparsers(dest="verb", required=True, parser_class=_OneLineParser)
     add_verb_parser(sub)
-    args = p.parse_args(argv)
+    try:
+        args = p.parse_args(argv)
+    except BadInput as e:
+        print(e, file=sys.stderr)
+        return EXIT_BAD
     return args.func(args)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (verb_main)
+        raise BadInput(f"{self.prog}: {' '.join(message.split())}")

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from .. import fp
+from ..args import seconds
 from ..bits import Z3Backend
 from .campaign import Job
 from .campaign import run as run_campaign
@@ -246,7 +247,7 @@ def main(argv=None) -> int:
     p.add_argument("--formats", default="f16,bf16")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--solver", default="bitwuzla")
-    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--timeout", type=seconds, default=600)
     p.add_argument("--save", action="store_true", help="store the proofs in proofs/ieee/")
     p.add_argument("--missing", action="store_true", help="only claims without a current stored proof")
     p.add_argument("--split", action="store_true", help="prove by cases on the exponent fields of x0, x1")

@@ -62,8 +62,9 @@ import numpy as np
 from .. import fp, isa
 from . import family as _family
 from . import probes
+from ..args import positive_int, seconds
 from .frame import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput, InternalError, run_verb,
-                    seconds, verb_main)
+                    verb_main)
 from .model import Model, _hex, resolve
 from .pool import _UINT, Batch, evaluate, plain
 from .prove import equiv_decomposed
@@ -847,11 +848,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--oracle", required=True, metavar="ORACLE",
                    help="theory:SPEC | INSTR | file:OBS.npz | hw:INSTR")
     q.add_argument("--instr", metavar="NAME", help="instruction for theory ids / files")
-    q.add_argument("--max-queries", type=int, default=DEFAULT_MAX_QUERIES, metavar="N")
+    q.add_argument("--max-queries", type=positive_int, default=DEFAULT_MAX_QUERIES, metavar="N")
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"])
     q.add_argument("--timeout", type=seconds, default=60, metavar="S",
                    help="seconds per solver call (a time-out is 'unknown')")
-    q.add_argument("--solver-budget", type=float, default=120, metavar="S",
+    q.add_argument("--solver-budget", type=seconds, default=120, metavar="S",
                    help="seconds of solver time in all (pairs left are reported unknown)")
     q.add_argument("--seed", type=int, default=0, help="seed of the random pool")
     q.add_argument("--save", action="store_true", help="store the queries in counterexamples/infer/")

@@ -15,7 +15,7 @@ the earlier steps' bounds added) under a per-query time limit; a query that time
 step with the best witness so far. Every witness taken has been replayed on the concrete
 back-ends by `search` and distinguishes the models there.
 
-`equation(w, outputs, d)` prints a witness as one line in the style of seed 002's Equation 10:
+`equation(w, outputs, d)` prints a witness as one line in the style of [Xie2025]'s Equation 10:
     a = (-2^13, -0.5, -0.25, -0.125, 0, ..., 0), b = (2^10, 1, 1, 1, 0, ..., 0), c = 2^23
 
 May import: mmaformal.query.model, .search, fp, bits, simulate (lazily), z3 (lazily).
@@ -313,7 +313,7 @@ def _fmt_of(inp: Inputs, x) -> str:
 
 
 # ============================================================================================
-# One line in the style of seed 002's Equation 10
+# One line in the style of [Xie2025]'s Equation 10
 # ============================================================================================
 
 def _num(v) -> str:

@@ -1,4 +1,4 @@
-"""Layer 5, query/probes: the probing steps of seed 002 sec. 3.1 as raw-bit tiles + a manifest.
+"""Layer 5, query/probes: the probing steps of [Xie2025] sec. 3.1 as raw-bit tiles + a manifest.
 
     mmaformal probes INSTR|THEORY [--out DIR] [--instr NAME] [--solve] [--timeout T] [--json]
 
@@ -11,7 +11,7 @@ independence tiles, which fill every row and column), and DIR/manifest.json: for
 feature it tests, how it is built, its inputs (hex), the output each rival hypothesis predicts,
 and the check that it separates what it claims to separate.
 
-Features (seed 002 sec. 3.1.1-3.1.3, FPRev [22] extended to fused nodes):
+Features ([Xie2025] sec. 3.1.1-3.1.3, FPRev [22] extended to fused nodes):
 
     independence    Step 1: one random row/column/c repeated over the tile: all M x N equal
     order           Step 2: p_i = U, p_j = -U, all other summands v (c is summand K): d/v counts
@@ -68,7 +68,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import fp, isa
-from .frame import EXIT_BAD, EXIT_OK, BadInput, seconds
+from ..args import out_dir, seconds
+from .frame import EXIT_BAD, EXIT_OK, BadInput
 from .model import Model, _hex, mutate, resolve
 from .pool import Batch, evaluate
 from .search import build, search
@@ -574,7 +575,7 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
                 "layout": "probe t is the dot product in row 0 / column 0 of tile t of "
                           "<feature>/A.npy, B.npy, C.npy; other elements are +0 (independence: "
                           "every row and column holds the probe)",
-                "source": "seed 002 sec. 3.1 (CLFP steps 1-3), FPRev [22] extended to fused nodes"}
+                "source": "[Xie2025] sec. 3.1 (CLFP steps 1-3), FPRev [22] extended to fused nodes"}
     for feature in features(ins):
         rv = rivals(base, feature)
         if feature == "independence":
@@ -647,11 +648,12 @@ def _solve_pairs(rv: list[Model], pairs, solver, timeout) -> list[dict]:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    q = subparsers.add_parser("probes", help="probe tiles (seed 002 sec. 3.1) + manifest",
+    q = subparsers.add_parser("probes", help="probe tiles ([Xie2025] sec. 3.1) + manifest",
                               description=__doc__.split("\n\n")[0])
     q.add_argument("target", metavar="INSTR|THEORY", help="an instruction or a model spec")
-    q.add_argument("--out", metavar="DIR",
-                   help="where to write (default: the store's probes/<target>/; see --store)")
+    q.add_argument("--out", metavar="DIR", type=out_dir,
+                   help="where to write (default: the store's probes/<target>/; see --store): "
+                        "an existing writable folder, or a new one in one")
     q.add_argument("--instr", metavar="NAME", help="instruction for a theory id")
     q.add_argument("--solve", action="store_true",
                    help="hand rival pairs that no probe separates to the solver")

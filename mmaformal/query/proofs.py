@@ -4,37 +4,31 @@
 monolithic query; the lemmas of a decomposed proof in proofs/cache, mmaformal.query.cache) or a
 refuted one as a counterexample (mmaformal.query.cex); a proof is stored only with a refuted
 broken twin. `store_equivalence` is what `distinguish --save` stores when it finds two models
-equivalent; `prune_cache` removes lemmas no stored proof references; `depends` hashes the
-definitions a proof depends on (stale proofs are detected by it and by the theory hashes).
+equivalent; `prune_cache` removes lemmas no stored proof references (mmaformal.query.store
+.pack_proofs). A record is stale when a theory it names has changed since (`stale`: its
+`theories` hashes against today's); `check_record` and `recheck` (``mmaformal store recheck``)
+re-check records, re-solving every lemma and query.
 
-May import: mmaformal.query.model, .claims, .cache, .cex, .store, theory, the layers below.
+May import: mmaformal.query.model, .claims, .cache, .cex, .store, .campaign, theory, the layers
+below.
 Invariant: a record names every theory hash and query hash its verdict depends on.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import inspect
 import json
 import re
 from pathlib import Path
 from typing import Sequence
 
-from .. import fp, mma, paths
 from .. import theory as _theory
 from . import cex
-from .claims import CLAIMS, outcome
+from .claims import outcome
 from .model import Model
-from .store import lemma_dir, lemma_dirs, proofs_dir, sha256
+from .store import (lemma_dir, lemma_dirs, lemma_text, lemma_texts_installed, pack_proofs,
+                    proofs_dir, record_parts, record_problems, sha256)
 
-__all__ = ["depends", "save_result", "store_equivalence", "prune_cache", "check_record", "main"]
-
-
-def depends() -> dict[str, str]:
-    """Hashes of the definitions the claims depend on (source of bits, fp, mma)."""
-    from .. import bits
-    return {m.__name__: hashlib.sha256(inspect.getsource(m).encode()).hexdigest()[:16]
-            for m in (bits, fp, mma)}
+__all__ = ["save_result", "store_equivalence", "prune_cache", "stale", "check_record", "recheck"]
 
 
 def _slug(s: str) -> str:
@@ -85,7 +79,7 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
             "date": _dt.date.today().isoformat(),
             "instructions": res.get("group") or [m.ins.name for m in models],
             "models": [m.spec() for m in models], "theories": theories,
-            "query_sha256": res.get("query_sha256"), "depends": depends(),
+            "query_sha256": res.get("query_sha256"),
             "twin": twin,
         }
         if res["method"] == "decomposed":
@@ -114,93 +108,128 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
 
 
 def prune_cache(root: Path | None = None) -> list[str]:
-    """Remove proved lemmas in proofs/cache that no stored proof references any more (after
-    re-proving stale claims). Returns the removed sha256s."""
-    root = root or proofs_dir()
-    used = set()
-    for g in CLAIMS:
-        for p in sorted((root / g).glob("*.json")) if (root / g).exists() else []:
-            rec = json.loads(p.read_text())
-            used |= {q["sha256"] for q in rec.get("parts", [])}
-    gone = []
-    cdir = root / "cache"
-    for q in sorted(cdir.glob("*.smt2")) if cdir.exists() else []:
-        if q.stem not in used:
-            q.unlink()
-            q.with_suffix(".json").unlink(missing_ok=True)
-            gone.append(q.stem)
-    return gone
+    """Remove the proved lemmas that no stored proof references any more (after re-proving
+    stale claims), folding the folder into its packs (mmaformal.query.store.pack_proofs).
+    Returns the removed sha256s."""
+    return pack_proofs(root)["pruned"]
 
 
-def check_record(path: Path, rec: dict, solve: bool = False, timeout: float = 600) -> list[str]:
-    """The problems of one proof record (empty: it holds): verdict proved with a refuted broken
-    twin, every lemma in proofs/cache (beside the record, else the store's or the shipped one)
-    with the sha256 it names, the stored query hashing as
-    recorded, no stale theory hash; with `solve`, every lemma and query re-solved (unsat)."""
-    from .model import check
-    out = []
-    if rec.get("verdict") != "proved":
-        out.append(f"verdict is {rec.get('verdict')!r}")
-    tw = rec.get("twin") or {}
-    if tw.get("status") != "sat" or tw.get("verdict") != "refuted":
-        out.append("no refuted broken twin")
-    queries = []
-    if rec.get("method") == "decomposed":
-        dirs = list(dict.fromkeys([path.parent.parent / "cache", *lemma_dirs()]))
-        for p in rec.get("parts", []):
-            q = next((d / f"{p['sha256']}.smt2" for d in dirs if (d / f"{p['sha256']}.smt2").exists()),
-                     dirs[0] / f"{p['sha256']}.smt2")
-            if not q.exists():
-                out.append(f"lemma {p['lemma']}: {q.name} missing from proofs/cache")
-            elif sha256(q.read_text()) != p["sha256"]:
-                out.append(f"lemma {p['lemma']}: {q.name} was edited")
-            else:
-                queries.append((f"lemma {p['lemma']}", q, p["solver"]))
-    else:
-        q = path.parent / rec["query"]
-        if not q.exists() or sha256(q.read_text()) != rec["query_sha256"]:
-            out.append(f"query {rec['query']} missing or edited")
-        else:
-            queries.append(("query", q, rec["solver"].split(",")[0]))
+def stale(rec: dict) -> list[str]:
+    """The theories of a proof record whose hash differs from today's (or that no longer
+    exist): the record is about definitions that have changed since it was written."""
     ts = _theory.default()
-    for tid, h in rec.get("theories", {}).items():
+    out = []
+    for tid, h in (rec.get("theories") or {}).items():
         if tid not in ts or ts.get(tid).hash() != h:
-            out.append(f"stale: theory {tid} changed since the proof")
-    if solve:
-        for what, q, solver in queries:
-            r = check(q.read_text(), solver or "bitwuzla", timeout)
-            if r.status != "unsat":
-                out.append(f"{what} ({q.name}): {r.status} on re-solving ({r.reason})")
+            out.append(tid)
     return out
 
 
-def main(argv=None) -> int:
-    """`python3 -m mmaformal.query.proofs [RECORD.json ...] [--solve]`: check proof records (all
-    of proofs/<claim>/ when none is named: the store's, then the shipped ones); --solve re-solves each lemma or query; exit 1 if
-    one fails."""
-    import argparse
-    import sys
-    p = argparse.ArgumentParser(prog="python3 -m mmaformal.query.proofs", description=main.__doc__)
-    p.add_argument("records", nargs="*", metavar="RECORD.json")
-    p.add_argument("--solve", action="store_true", help="re-solve every lemma / query (slow)")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per query with --solve")
-    args = p.parse_args(argv)
-    try:
-        recs = ([(Path(r), json.loads(Path(r).read_text())) for r in args.records] if args.records
-                else [(q, json.loads(q.read_text())) for d in paths.record_dirs("proofs")
-                      for g in CLAIMS if (d / g).exists() for q in sorted((d / g).glob("*.json"))])
-    except (OSError, ValueError) as e:
-        print(f"mmaformal.query.proofs: {e}", file=sys.stderr)
-        return 2
-    bad = 0
-    for path, rec in recs:
-        problems = check_record(path, rec, args.solve, args.timeout)
-        print(f"{'ok  ' if not problems else 'FAIL'} {path}" + "".join(f"\n     {x}" for x in problems))
-        bad += bool(problems)
-    print(f"{len(recs) - bad} of {len(recs)} records hold" + (" (re-solved)" if args.solve else ""))
-    return 1 if bad else 0
+def _queries(path: Path, rec: dict, cases: bool = True
+             ) -> tuple[list[tuple[str, str, str, str]], list[str]]:
+    """([(what, key, query text, solver)] a record's verdict rests on, problems): every lemma
+    of a decomposed proof (each text hashing to its name, the key), the query of a monolithic
+    one (key: its query_sha256), the cases of a case-split IEEE proof (rebuilt from its stored
+    template and progress file; only with `cases`)."""
+    out, problems = [], []
+    if rec.get("method") == "decomposed":
+        dirs = list(dict.fromkeys([Path(path).resolve().parent.parent / "cache", *lemma_dirs()]))
+        if not lemma_texts_installed():
+            return [], ["lemma texts not installed (proofs/cache/lemmas-*.tar.zst come with the "
+                        "sdist or a checkout); its lemmas are not re-checked"]
+        try:
+            parts = record_parts(path, rec)
+        except ValueError as e:
+            return [], [" ".join(str(e).split())]
+        for p in parts:
+            text = lemma_text(p["sha256"], dirs)
+            if text is None:
+                problems.append(f"lemma {p.get('lemma')}: {p['sha256'][:12]}.. missing from "
+                                f"proofs/cache or not hashing to its name")
+            else:
+                out.append((f"lemma {p.get('lemma')}", p["sha256"], text,
+                            str(p.get("solver") or "bitwuzla").split(",")[0]))
+        return out, problems
+    split = rec.get("split")
+    if isinstance(split, dict) and split.get("template") and split.get("progress"):
+        from . import ieee
+        tq = Path(path).parent / split["template"]
+        if not tq.is_file() or sha256(tq.read_text()) != split.get("template_sha256"):
+            return [], [f"template {split['template']} missing or edited"]
+        try:
+            progress = json.loads((Path(path).parent / split["progress"]).read_text())["cases"]
+        except (OSError, ValueError, KeyError) as e:
+            return [], [f"progress {split['progress']} unreadable ({e})"]
+        op, fname, _mode = Path(path).stem.split("-")
+        tmpl = tq.read_text()
+        for key, v in sorted(progress.items()) if cases else ():
+            if v.get("status") != "unsat":
+                problems.append(f"case {key}: {v.get('status')}")
+                continue
+            parts = [c.split(".") for c in key.split(",")]
+            lead = [None if len(c) == 1 else (c[1] if c[1] == "z" else int(c[1])) for c in parts]
+            out.append((f"case {key}", f"{path}#{key}", ieee.case_query(
+                tmpl, fname, int(parts[0][0]), int(parts[1][0]), *lead), "bitwuzla"))
+        return out, problems
+    q = Path(path).parent / str(rec.get("query"))
+    if q.is_file() and sha256(q.read_text()) == rec.get("query_sha256"):
+        out.append(("query", rec["query_sha256"], q.read_text(),
+                    str(rec.get("solver") or "bitwuzla").split(",")[0]))
+    return out, problems
 
 
-if __name__ == "__main__":
-    import sys
-    sys.exit(main())
+def check_record(path: Path, rec: dict, solve: bool = False, timeout: float = 600) -> list[str]:
+    """The problems of one proof record (empty: it holds): ``store.record_problems`` (verdict
+    proved with a refuted broken twin, its lemma list, every lemma stored, the query hashing as
+    recorded), every lemma text hashing to its name, no stale theory hash; with `solve`, every
+    lemma and query re-solved (unsat)."""
+    out = list(record_problems(path, rec))
+    queries, problems = _queries(path, rec, cases=solve)
+    out += problems
+    out += [f"stale: theory {t} changed since the proof" for t in stale(rec)]
+    if solve:
+        from .model import check
+        for what, _key, text, solver in queries:
+            r = check(text, solver, timeout)
+            if r.status != "unsat":
+                out.append(f"{what}: {r.status} on re-solving ({r.reason})")
+    return out
+
+
+def recheck(records: list[tuple[Path, dict]], solve: bool = True, timeout: float = 600,
+            workers: int | None = None) -> list[dict]:
+    """Re-check stored proof records (``mmaformal store recheck``): each as ``check_record``,
+    and with `solve` every lemma, query and case re-solved through the campaign runner (one job
+    per distinct query text; `workers` processes; each job's limit enforced from outside).
+    Returns one {"record", "status": "ok"|"FAIL"|"STALE", "problems", "queries"} per record,
+    STALE when its only problems are changed theories."""
+    from . import campaign
+    rows, jobs, by_sha = [], [], {}
+    for path, rec in records:
+        problems = list(record_problems(path, rec))
+        queries, more = _queries(path, rec, cases=solve)
+        problems += more
+        st = stale(rec)
+        keys = []
+        for what, h, text, solver in queries:
+            if solve and h not in by_sha:
+                by_sha[h] = campaign.Job(f"q{len(by_sha)}", "mmaformal.query.campaign:solve_job",
+                                         {"text": text, "solver": solver, "timeout": timeout,
+                                          "expect": "unsat"}, timeout + 60)
+                jobs.append(by_sha[h])
+            keys.append((what, h))
+        rows.append({"record": str(path), "problems": problems, "stale": st, "_keys": keys,
+                     "queries": len(queries)})
+    if jobs:
+        res = {r["job"]: r for r in campaign.run(jobs, workers=workers, bar=False)}
+        for row in rows:
+            for what, h in row["_keys"]:
+                r = res.get(by_sha[h].id, {})
+                if not r.get("ok"):
+                    row["problems"].append(f"{what}: {r.get('status', 'not run')} on re-solving"
+                                           + (f" ({r['reason']})" if r.get("reason") else ""))
+    for row in rows:
+        del row["_keys"]
+        row["status"] = "FAIL" if row["problems"] else "STALE" if row["stale"] else "ok"
+        row["problems"] += [f"stale: theory {t} changed since the proof" for t in row.pop("stale")]
+    return rows

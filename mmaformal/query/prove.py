@@ -35,7 +35,7 @@ Claims (the exact sentence is printed and stored with every result):
   change is paid for by the changed addend's gain; the output conversion is non-decreasing
   in the sum's value), TR-FDPA and GTR-FDPA chains likewise (each tail cut as for the
   bound), integer chains and FMA chains likewise; others, and refutations, monolithically.
-- bound (T-FDPA chains are proved piece by piece: decompose.bound_lemmas): seed 002 Table 9: for finite inputs on which no block output overflows (every block
+- bound (T-FDPA chains are proved piece by piece: decompose.bound_lemmas): [Xie2025] Table 9: for finite inputs on which no block output overflows (every block
   output finite and below the largest finite magnitude), |Phi(a, b, c) - (c + sum a_k b_k)|
   <= sum over the chained blocks j of n_j 2^(e_max,j - F) + r ulp(d_j), with n_j the number
   of addends of block j (L + 1), e_max,j its alignment exponent, d_j its output, r = 1 for
@@ -48,7 +48,7 @@ F-1; symmetry: the RD-twin, aligned terms rounded toward -inf as TR-FDPA does;
 bound: the theory with F-2 against the same bound). Every refutation's witness is replayed on
 the int and numpy back-ends (and the compiled path) before it is reported; equiv and
 unobservable refutations are minimized first (mmaformal.query.minimize, --raw skips it), and
-every witness is also printed as one line in the style of seed 002's Equation 10. A solver time-out
+every witness is also printed as one line in the style of [Xie2025]'s Equation 10. A solver time-out
 is "unknown" with the time spent, never "proved".
 
 Stores (--save): proofs/<claim>/<name>.json (+ .smt2 for monolithic queries), proved lemmas in
@@ -91,7 +91,7 @@ from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN
 from .model import (REDUCTION_SPARSE, Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check,
                     mutate, neg_bits,
                     parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
-from .proofs import depends, prune_cache, save_result, store_equivalence
+from .proofs import prune_cache, save_result, store_equivalence
 from .search import build, constraints_satisfiable, equivalence_twin, search
 from .solvers import Result
 from .store import lemma_dir, sha256
@@ -100,7 +100,7 @@ from .witness_search import monotonic_pair, symmetry_pair
 __all__ = ["prove_symmetry", "prove_equiv", "prove_unobservable", "prove_monotonic",
            "prove_bound", "symmetry_groups", "equiv_decomposed", "add_parser", "run",
            # re-exported for callers of the verb module (the definitions live in claims/proofs)
-           "value_lt", "store_equivalence", "CLAIMS", "depends", "prune_cache"]
+           "value_lt", "store_equivalence", "CLAIMS", "prune_cache"]
 
 
 def _now() -> float:
@@ -811,7 +811,7 @@ def _monotonic_twin(m, solver, timeout, backends):
 
 
 # ============================================================================================
-# Error bound (seed 002 Table 9)
+# Error bound ([Xie2025] Table 9)
 # ============================================================================================
 
 def _fixed(u: fp.Unpacked, shift_base: int, W: int) -> BV:
@@ -1378,7 +1378,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "the time (0: the full query only)")
     add_all_options(c)
     common(c)
-    c = sub.add_parser("bound", help="the error bound of seed 002 Table 9")
+    c = sub.add_parser("bound", help="the error bound of [Xie2025] Table 9")
     c.add_argument("A", nargs="?", help="a model spec (with --all: an instruction pattern)")
     c.add_argument("patterns", nargs="*", metavar="PATTERN", help=argparse.SUPPRESS)
     c.add_argument("--rounds", type=int, default=4, help="witness-improvement rounds")

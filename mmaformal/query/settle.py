@@ -12,7 +12,7 @@ the values the evidence review names (docs/probing.md): mmasim 2.1.1's per-archi
 exponents and their neighbours, "excluded" and "field"; the NaN rules seen on the H200; the tf32
 readings. Each candidate is the primary theory with that one parameter changed (a theory rival
 that differs in more than that parameter is a candidate under its own id). The probes are
-those of query/probes (seed 002 sec. 3.1) for the features that observe the parameter, plus
+those of query/probes ([Xie2025] sec. 3.1) for the features that observe the parameter, plus
 tf32-container probes for `tf32_round`; the manifest records every candidate's prediction for
 every probe, and which candidates each probe separates. The verdict compares the GPU's bits
 with the predictions and lists the candidates that agree with all of them.
@@ -198,7 +198,7 @@ def write(spec: str, param: str, out: str | Path, instr: str | None = None) -> d
            "layout": "probe t is the dot product in row 0 / column 0 of tile t of <feature>/A.npy, "
                      "B.npy, C.npy (other elements +0); write the GPU's D (the same (T, M, N) shape, "
                      "raw bits) to <feature>/D.npy, then run with --verdict",
-           "source": "seed 002 sec. 3.1 probes (mmaformal.query.probes); candidates: docs/probing.md"}
+           "source": "[Xie2025] sec. 3.1 probes (mmaformal.query.probes); candidates: docs/probing.md"}
     for feature in PARAMS[param]:
         rows = bd.rows.get(feature) or []
         if not rows:

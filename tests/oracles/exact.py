@@ -1,6 +1,6 @@
 """Exact-rational oracle for the mmaformal elementary operations.
 
-What it is: an independent, deliberately slow reading of docs/semantics.md (and of seed 002,
+What it is: an independent, deliberately slow reading of docs/semantics.md (and of [Xie2025],
 sec. 4, Algorithms 1, 2, 6, 7, 8, 10, 11). Every value is a `fractions.Fraction`; formats are
 described by their parameters (w, t, bias) and values are computed from the formulas, never by
 bit tricks on the core's representation. Bit patterns are plain Python ints.
@@ -483,7 +483,7 @@ def ieee_fma(fmt: str, a: int, b: int, c: int, mode: str = "RNE"):
 # --------------------------------------------------------------------------------------------
 
 RHOS = {
-    # Source: seed 002 Table 2.
+    # Source: [Xie2025] Table 2.
     "RZ-FP32": ("f32", "RZ"),
     "RZ-E8M13": ("e8m13", "RZ"),
     "RNE-FP32": ("f32", "RNE"),
@@ -587,7 +587,7 @@ def _t_fdpa_core(a, b, c, fa, fb, fc, F, rho, zero_exp, extra_exp=0, extra_nan=F
 
 
 def t_fdpa(a, b, c, fa, fb, fc, F, rho, zero_exp="excluded"):
-    """T-FDPA (seed 002 Algorithm 7): rho(sum_k RZ_F(s_k 2^(e_k - e_max)) * 2^e_max).
+    """T-FDPA ([Xie2025] Algorithm 7): rho(sum_k RZ_F(s_k 2^(e_k - e_max)) * 2^e_max).
 
     a, b: lists of L bit patterns in fa / fb; c: bits in fc; rho in RHOS. Returns bits of the
     output format (f32 layout for RZ-FP32 / RZ-E8M13 / RNE-FP32, f16 for RNE-FP16); NaN is
@@ -597,7 +597,7 @@ def t_fdpa(a, b, c, fa, fb, fc, F, rho, zero_exp="excluded"):
 
 
 def st_fdpa(a, b, c, fa, fb, scale_a, scale_b, F, rho, zero_exp="excluded"):
-    """ST-FDPA (seed 002 Algorithm 8): T-FDPA with e_k += Exp(alpha) + Exp(beta).
+    """ST-FDPA ([Xie2025] Algorithm 8): T-FDPA with e_k += Exp(alpha) + Exp(beta).
 
     scale_a, scale_b: ue8m0 bits (0xFF is NaN and makes the result NaN); c in f32.
     """
@@ -614,7 +614,7 @@ def st_fdpa(a, b, c, fa, fb, scale_a, scale_b, F, rho, zero_exp="excluded"):
 
 
 def e_fdpa(a, b, c, fa, fb, fc="f32"):
-    """E-FDPA (seed 002 Algorithm 6): RNE-FP32(c + sum a_k b_k), exact, IEEE specials."""
+    """E-FDPA ([Xie2025] Algorithm 6): RNE-FP32(c + sum a_k b_k), exact, IEEE specials."""
     _check_lengths(a, b)
     xs = [decode(fa, v) for v in a]
     ys = [decode(fb, v) for v in b]
@@ -628,7 +628,7 @@ def e_fdpa(a, b, c, fa, fb, fc="f32"):
 # TR-FDPA (Algorithm 10) and GTR-FDPA (Algorithm 11)
 # --------------------------------------------------------------------------------------------
 
-_TR_PRODUCT_OVERFLOW = _pow2(128)  # Source: seed 002 sec. 4.2
+_TR_PRODUCT_OVERFLOW = _pow2(128)  # Source: [Xie2025] sec. 4.2
 
 
 def _tr_specials(a, b, c, fa, fb, product_overflow: bool):
@@ -663,7 +663,7 @@ def _rounded_sum_with_c(T, emax, c_term: _Term, F, F2, zero_exp, special_trunc, 
 
 
 def tr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded"):
-    """TR-FDPA (seed 002 Algorithm 10), rho = RNE-FP32, c in f32. Bits, or "nan"."""
+    """TR-FDPA ([Xie2025] Algorithm 10), rho = RNE-FP32, c in f32. Bits, or "nan"."""
     _check_lengths(a, b)
     sp = _tr_specials(a, b, c, fa, fb, product_overflow=True)
     if sp is not None:
@@ -678,7 +678,7 @@ def tr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded"):
 
 
 def gtr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded"):
-    """GTR-FDPA (seed 002 Algorithm 11), rho = RNE-FP32, c in f32, L even. Bits, or "nan"."""
+    """GTR-FDPA ([Xie2025] Algorithm 11), rho = RNE-FP32, c in f32, L even. Bits, or "nan"."""
     _check_lengths(a, b)
     if len(a) % 2:
         raise ValueError("GTR-FDPA needs an even L")
@@ -751,7 +751,7 @@ def _flush_input(fmt: str, bits: int) -> int:
 
 
 def phi_ftz_addmul(a, b, c, fa, P):
-    """Phi_FTZ-AddMul (seed 002 Algorithm 2) for one output element.
+    """Phi_FTZ-AddMul ([Xie2025] Algorithm 2) for one output element.
 
     a, b: lists of K bit patterns in fa (bf16 or f16); c: f32 bits; P in {2, 4}, K % P == 0.
     Returns f32 bits, or "nan".
