@@ -209,6 +209,16 @@ class Calibration:
 
     # ---- candidate sets
 
+    def linear_splits(self, k16, k8, K, big):
+        """Split-K candidates of a linear layer: k16 slices (2..8 of them when N is large, the
+        default slice counts otherwise), and for a large N the k8 slices as well."""
+        out = self.split_candidates(k16, K, "k16", slices=list(range(2, 9)) if big else None,
+                                    units=(16, 64, 128, 256), formats=("acc", "out"))
+        if big:
+            out += self.split_candidates(k8, K, "k8", slices=list(range(2, 9)),
+                                         units=(8, 64, 128, 256), formats=("acc", "out"))
+        return out
+
     def split_candidates(self, instruction, K, tag, units=None, slices=None, reduces=("sequential",),
                          formats=("acc",), **kw):
         """Split-K candidates: S slices of K-units (array_split) and ceil-sized chunks."""
@@ -317,12 +327,7 @@ class Calibration:
                 big = N > 10000
 
                 def spl(K=K, k16=k16, k8=k8, big=big):
-                    out = self.split_candidates(k16, K, "k16", slices=list(range(2, 9)) if big else None,
-                                                units=(16, 64, 128, 256), formats=("acc", "out"))
-                    if big:
-                        out += self.split_candidates(k8, K, "k8", slices=list(range(2, 9)),
-                                                     units=(8, 64, 128, 256), formats=("acc", "out"))
-                    return out
+                    return self.linear_splits(k16, k8, K, big)
                 self.case(f"{fmt} linear {name}", "linear", lambda x=x, w=w: F.linear(x, w),
                           x, w.T, dt, cands, splits=spl,
                           profile_fn=lambda to, x=x, w=w: F.linear(to(x), to(w)))
@@ -473,12 +478,7 @@ class Calibration:
             big = y.shape[1] > 10000
 
             def spl(K=x.shape[1], big=big):
-                out = self.split_candidates(k16, K, "k16", slices=list(range(2, 9)) if big else None,
-                                            units=(16, 64, 128, 256), formats=("acc", "out"))
-                if big:
-                    out += self.split_candidates(k8, K, "k8", slices=list(range(2, 9)),
-                                                 units=(8, 64, 128, 256), formats=("acc", "out"))
-                return out
+                return self.linear_splits(k16, k8, K, big)
 
             def rerun(func=func, args=args, kwargs=kwargs, shape=tuple(out.shape)):
                 o = func(*args, **kwargs)
