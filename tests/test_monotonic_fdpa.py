@@ -22,7 +22,7 @@ from mmaformal.query.store import lemma_text, record_parts
 
 from oracles import exact as O
 
-FP8 = "sm100/mma.m16n8k32.f16.e4m3.e4m3.f16"       # theory sm100.f8f6f4.f16: L 32, F 25
+FP8 = "sm100/tcgen05.mma.m64n8k32.kind::f8f6f4.f16.e4m3.e4m3"   # theory sm100.f8f6f4.f16: L 32, F 25
 F16 = "sm100/mma.m16n8k16.f16.f16.f16.f16"         # theory sm100.f16.f16: L 16, F 25
 
 
@@ -354,7 +354,7 @@ def test_the_chain_family_finds_what_the_others_miss():
     m = resolve(FP8F32)
     rng = __import__("numpy").random.default_rng(1)
     assert W._chain_candidates(m, rng, 8) is not None
-    assert W._chain_candidates(resolve("sm100/mma.m16n8k32.f16.e4m3.e4m3.f16"), rng, 8) is None
+    assert W._chain_candidates(resolve(FP8), rng, 8) is None
     found = W.monotonic_pair(m, budget=30, batch=256)
     assert found is not None and found[2] < m.k
     w1, w2, _ = found

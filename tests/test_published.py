@@ -8,7 +8,8 @@ The expected value is the hardware's, as published; the test shares no code with
 the public simulate/bits/theory API. An observation the primary theory does not reproduce is a
 finding: it is tested as such, with the count the primary gets and the rival that matches every
 output (so far one: the B200's fp8 mma.sync, which is the sm90 HMMA-halves structure, not the
-native FDPA of the sm100 primary).
+native FDPA the sm100 theories had as primary; the HMMA-halves theory is primary now and the native
+FDPA stays as the refuted rival).
 
 Sources:
 - Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ Comput.
@@ -48,6 +49,7 @@ import pytest
 
 import mmaformal
 from mmaformal import isa
+from mmaformal import theory as T
 from mmaformal.simulate import bits_of, storage_dtype, value_of
 
 two = lambda e: Fr(2) ** e  # noqa: E731
@@ -272,13 +274,13 @@ KM_ARCH = {"V100": "sm70", "A100": "sm80", "A2": "sm80", "Ada": "sm89", "L40S": 
 KM_N = 1000
 #: (gpu, format, out) sets whose f32 outputs hold no c (wgmma with a zero accumulator)
 KM_NO_C = {(g, f, "fp32") for g in ("H100", "H200") for f in ("E4M3", "E5M2")}
-#: B200 fp8 mma.sync: the theory that is primary today (native FDPA, L 32), the dot products of
-#: the 1000 it reproduces, and the sm90-style HMMA-halves rival that reproduces all of them
+#: B200 fp8 mma.sync: the refuted native-FDPA rival (L 32, the former primary), the dot products
+#: of the 1000 it reproduces, and the sm90-style HMMA-halves primary that reproduces all of them
 KM_B200_FP8 = {
-    ("B200", "E4M3", "fp32"): ("sm100.f8f6f4.f32", 638, "sm100.mma-fp8.k32.f32.hmma"),
-    ("B200", "E4M3", "fp16"): ("sm100.f8f6f4.f16", 628, "sm100.mma-fp8.k32.f16.hmma"),
-    ("B200", "E5M2", "fp32"): ("sm100.f8f6f4.f32", 661, "sm100.mma-fp8.k32.f32.hmma"),
-    ("B200", "E5M2", "fp16"): ("sm100.f8f6f4.f16", 687, "sm100.mma-fp8.k32.f16.hmma"),
+    ("B200", "E4M3", "fp32"): ("sm100.mma-fp8.t-fdpa.f32", 638, "sm100.mma-fp8.k32.f32.hmma"),
+    ("B200", "E4M3", "fp16"): ("sm100.mma-fp8.t-fdpa.f16", 628, "sm100.mma-fp8.k32.f16.hmma"),
+    ("B200", "E5M2", "fp32"): ("sm100.mma-fp8.t-fdpa.f32", 661, "sm100.mma-fp8.k32.f32.hmma"),
+    ("B200", "E5M2", "fp16"): ("sm100.mma-fp8.t-fdpa.f16", 687, "sm100.mma-fp8.k32.f16.hmma"),
 }
 
 
@@ -326,12 +328,6 @@ def km_set(gpu, fmt, out):
 
 KM_SETS = [(s["gpu"], s["format"], s["out"]) for s in _km_index()["sets"]]
 KM_IDS = [f"{g}-{f}-{o}" for g, f, o in KM_SETS]
-#: the replay of every set on the primary; the B200 fp8 sets fail it until the HMMA-halves rival
-#: is made primary (strict: an unexpected pass says the flip happened and the mark must go)
-KM_REPLAY = [pytest.param(*s, id=i, marks=pytest.mark.xfail(
-    strict=True, reason="B200 fp8 mma.sync is two f16 HMMA halves (rival "
-    f"{KM_B200_FP8[s][2]}, {KM_N}/{KM_N}), not the sm100 primary's native FDPA ({KM_B200_FP8[s][1]}/{KM_N})"))
-    if s in KM_B200_FP8 else pytest.param(*s, id=i) for s, i in zip(KM_SETS, KM_IDS)]
 
 
 def km_dots(instr, A, B, C, theory=None) -> np.ndarray:
@@ -400,12 +396,11 @@ def test_km_outputs_belong_to_inputs(gpu, fmt, out):
         assert with_c and not without_c, (err_c.max(), err_0.max())
 
 
-@pytest.mark.parametrize("gpu, fmt, out", KM_REPLAY)
+@pytest.mark.parametrize("gpu, fmt, out", KM_SETS, ids=KM_IDS)
 def test_km_replay(gpu, fmt, out):
     """Source: Khattak & Mikaitis, arXiv:2512.07004 (2025); github.com/north-numerical-computing/
     MATLAB-tensor-core model_validation/<gpu>/<fmt>/d_<gpu>_<out>.txt (first 1000 dot products).
-    Every dot product through the primary theory of the instruction the GPU ran gives the GPU's bits
-    (B200 fp8: strict xfail, see test_km_b200_fp8_mma_is_hmma)."""
+    Every dot product through the primary theory of the instruction the GPU ran gives the GPU's bits."""
     A, B, C, D = km_set(gpu, fmt, out)
     if (gpu, fmt, out) in KM_NO_C:
         C = np.zeros_like(C)
@@ -418,15 +413,17 @@ def test_km_replay(gpu, fmt, out):
 def test_km_b200_fp8_mma_is_hmma(gpu, fmt, out):
     """Source: Khattak & Mikaitis, arXiv:2512.07004 (2025); github.com/north-numerical-computing/
     MATLAB-tensor-core model_validation/B200/<fmt>/d_B200_<out>.txt (mma.sync.m16n8k32 fp8,
-    model_validation/CUDA/mma_fp8_output_<out>.cu). The silicon refutes the sm100 primary (a native
-    FDPA, the Blackwell FP8 row of [Xie2025] Table 4, L 32, F 25: it reproduces only the counts of
-    KM_B200_FP8) and agrees on every dot product with the rival that reads the SASS of sm_100a (isa
-    field `sass`: 2*HMMA.16816): f16 conversion, two HMMA halves (k mod 4 pairs) chained from +0,
-    then an IEEE add of c: the sm90 structure."""
+    model_validation/CUDA/mma_fp8_output_<out>.cu). The silicon refutes the native FDPA (the
+    Blackwell FP8 row of [Xie2025] Table 4, L 32, F 25, measured there on tcgen05; the former primary,
+    now the refuted rival: it reproduces only the counts of KM_B200_FP8) and agrees on every dot
+    product with the primary that reads the SASS of sm_100a (isa field `sass`: 2*HMMA.16816): f16
+    conversion, two HMMA halves (k mod 4 pairs) chained from +0, then an IEEE add of c: the sm90
+    structure."""
     A, B, C, D = km_set(gpu, fmt, out)
     instr = km_instr(gpu, fmt, out)
-    native, n_native, rival = KM_B200_FP8[gpu, fmt, out]
-    assert int((km_dots(instr, A, B, C, rival) == D).sum()) == KM_N
+    native, n_native, primary = KM_B200_FP8[gpu, fmt, out]
+    assert T.resolve(instr).id == primary and T.default().resolve(instr, native).status == "refuted"
+    assert int((km_dots(instr, A, B, C) == D).sum()) == KM_N
     assert int((km_dots(instr, A, B, C, native) == D).sum()) == n_native < KM_N
     # the same structure as the corroborated sm90 theory of this instruction
     sm90 = instr.replace("sm100/", "sm90/")
@@ -453,7 +450,7 @@ def test_km_simulate_tile(gpu, fmt, out):
     MATLAB-tensor-core model_validation/<gpu>/<fmt>/d_<gpu>_<out>.txt. The first dot products of
     each set through mmaformal.simulate itself, placed as the capture program placed them in a tile
     (a in a row of A from k = 0, b in a column of B, c in C; one dot product per diagonal element),
-    the primary theory's bits (B200 fp8: the HMMA-halves rival's) equal the GPU's."""
+    the primary theory's bits equal the GPU's."""
     A, B, C, D = km_set(gpu, fmt, out)
     if (gpu, fmt, out) in KM_NO_C:
         C = np.zeros_like(C)
@@ -466,8 +463,7 @@ def test_km_simulate_tile(gpu, fmt, out):
     Ct = np.zeros((ins.m, ins.n), C.dtype)
     At[:t, :L], Bt[:L, :t] = A[:t], B[:t].T
     Ct[np.arange(t), np.arange(t)] = C[:t]
-    rival = KM_B200_FP8[gpu, fmt, out][2] if (gpu, fmt, out) in KM_B200_FP8 else None
-    d = mmaformal.simulate(ins, At, Bt, Ct, theory=rival)
+    d = mmaformal.simulate(ins, At, Bt, Ct)
     assert (d[np.arange(t), np.arange(t)] == D[:t]).all()
 
 
