@@ -258,10 +258,16 @@ def _steps(th: _theory.Theory, ins: Instruction, notes: list, ops: dict) -> list
                           "text": "group sums aligned at their max and rounded down (RD_F), added"})
         elif label == "tr_tail":
             F, F2, E = v["F"], v["F2"], v["E"].v
+            G = F2 + 1 if v.get("tail") == "mmasim" else F2      # mma._tr_tail: T' in 2^(E-G)
             steps.append({"step": "rounded sum with c", "E": E,
-                          "T'": _units(v["Tp"].v, E - F2), "c'": _units(v["sc"].v, E - F),
-                          "S": _units(v["Tp"].v + (v["sc"].v << (F2 - F)), E - F2),
-                          "text": f"E = max(e_max, Exp(c)) = {E}; T' = RD_F2(T), c' = RD_F(c), S = T' + c'"})
+                          "T'": _units(v["Tp"].v, E - G), "c'": _units(v["sc"].v, E - F),
+                          "S": _units(v["Tp"].v + (v["sc"].v << (G - F)), E - G),
+                          "text": f"E = max(e_max, Exp(c)) = {E}; T' = RD(T) at 2^(E-{G}), "
+                                  f"c' = RD_F(c), S = T' + c'"})
+        elif label == "tr_renorm":
+            steps.append({"step": "renormalised rounding", "k": v["k"].v,
+                          "text": f"tail mmasim: S normalised (e' >= -126) and rounded down to "
+                                  f"F2 fraction bits ({v['k'].v} bits of S dropped)"})
         elif label == "convert":
             S, ex = v["S"].v, v["exp"].v
             steps.append({"step": "output conversion", "rho": v["rho"],

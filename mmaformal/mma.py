@@ -10,7 +10,8 @@ Invariants:
 - Every choice the paper leaves open is a keyword parameter with a documented default:
   `zero_exp` (the exponent a zero term takes in e_max), `nan` (NaN encoding of the result),
   `overflow` (Inf or saturation at output rounding), `tf32_round` (how a 32-bit tf32
-  container is read), `flush` (FTZ-Add/Mul input flushing).
+  container is read), `flush` (FTZ-Add/Mul input flushing), `tail` (TR/GTR-FDPA: [Xie2025]'s
+  Algorithm 10/11 text or mmasim 2.1.1's code, `TR_TAILS`).
 - Fixed-point values are signed `BV`s in units of 2^(exponent - fraction bits); every width is
   derived statically from the formats, so nothing can overflow (and the back-ends check).
 
@@ -18,7 +19,8 @@ Integer MMA (`int_chain`): products and sums are exact (static widths), then the
 wraps (two's complement, low 32 bits) or, under .satfinite, is clamped to INT32_MIN..INT32_MAX
 at the end or after every block of L terms (`sat_at`); b1 operands give popc(a XOR/AND b).
 
-Source: [Xie2025] Algorithms 1-11; parameters are chosen per instruction by theories/;
+Source: [Xie2025] Algorithms 1-11; the TR/GTR tail "mmasim": mmasim 2.1.1 arithmetic/fdpa.py
+(tr_fdpa, gtr_fdpa); parameters are chosen per instruction by theories/;
 integer semantics: PTX ISA 9.7.14.5.14 (Integer operations, .satfinite).
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .fp import Format, Unpacked, decode, fmt, round_to
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
     "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "NVIDIA_NAN",
-    "tracing", "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT",
+    "tracing", "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT", "TR_TAILS",
 ]
 
 #: Optional white-box trace (used by mmaformal.explain): when set to a list, `_note` appends
@@ -470,21 +472,60 @@ def _rz_shift(x: BV, left: int, right: BV, width: int) -> BV:
     return ite(v < 0, -q, q)
 
 
+#: Readings of the TR/GTR-FDPA tail (Algorithm 10 lines 14-17, Algorithm 11 lines 22-27), the
+#: parameter `tail` of tr_fdpa and gtr_fdpa:
+#: "algorithm"  [Xie2025]'s text: T' = RD(T) at 2^(E-F2), S = T' + s'_c, RNE to f32;
+#: "mmasim"     the code of mmasim 2.1.1 (the authors' simulator, validated by them on an MI300):
+#:              T' = RD(T) at 2^(E-F2-1); S = T' + s'_c renormalised to [1,2) 2^e' with
+#:              e' >= -126 (f32's emin) and rounded down to F2 fraction bits of that
+#:              significand; then RNE to f32. Source: mmasim 2.1.1 arithmetic/fdpa.py, tr_fdpa
+#:              and gtr_fdpa (torch.floor at 2.0**-(F2+1); frexp_and_normalize(...,
+#:              e_subnormal=-126); torch.floor at 2.0**-F2). mmasim also gives a zero c the
+#:              exponent -126 in E (frexp_and_normalize of an f32 zero); under this tail that
+#:              is unobservable (the renormalised floor is on a grid of at least 2^(-126-F2),
+#:              coarser than where a zero c would move T' when e_max < -126), so it is no
+#:              part of the reading and `zero_exp` stays a separate parameter.
+TR_TAILS = ("algorithm", "mmasim")
+#: f32's emin: the lowest exponent of mmasim's renormalisation of S (e_subnormal=-126)
+_TR_EMIN = -126
+
+
+def _tr_renorm(S: BV, E: BV, G: int, F2: int, shift) -> tuple[BV, BV]:
+    """The renormalising round of tail "mmasim": S in units 2^(E-G) rounded (`shift`: RD, or
+    RZ for the symmetric twin) to F2 fraction bits of its significand normalised with
+    e' = max(floor(log2 |S 2^(E-G)|), _TR_EMIN). Returns (q, X) with the result = q 2^X.
+    In units: e' - F2 - (E - G) = max(p - F2, _TR_EMIN - F2 + G - E) =: k with p the position
+    of the leading one of |S|; k <= 0 keeps S as it is."""
+    K = S.k
+    W = S.w
+    kw = max(E.w, bitlen(W) + 2, bitlen(abs(_TR_EMIN - F2 + G)) + 2) + 3
+    p = K.const(W - 1, kw, True) - clz(S.abs()).resize(kw, True)
+    k = bvmax(p - F2, K.const(_TR_EMIN - F2 + G, kw, True) - E.resize(kw))
+    k = ite(k < 0, K.const(0, kw, True), k)
+    q = shift(S, 0, k, W)
+    _note("tr_renorm", {"S": S, "k": k, "q": q})
+    return q, E.resize(kw) - G + k
+
+
 def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], zero_exp: str,
-             nan, special_trunc: bool, align_round: str = "RD") -> BV:
+             nan, special_trunc: bool, align_round: str = "RD", tail: str = "algorithm") -> BV:
+    """The tail of TR/GTR-FDPA after the fused sum T 2^(emax-F): align T and c at
+    E = max(emax, Exp c), add, convert RNE-FP32; `tail` picks the reading (TR_TAILS)."""
     K = T.k
     if align_round not in ("RD", "RZ"):
         raise ValueError(f"align_round must be 'RD' or 'RZ', got {align_round!r}")
+    if tail not in TR_TAILS:
+        raise ValueError(f"tail must be one of {', '.join(TR_TAILS)}, got {tail!r}")
     _shift = _rd_shift if align_round == "RD" else _rz_shift
+    G = F2 if tail == "algorithm" else F2 + 1        # fraction bits of T' (units 2^(E-G))
     ew = max(emax.w, c.exp.w) + 3
     ct = operand(c)
-    low = K.const(-(1 << (ew - 4)), ew, True)
     ec = c.exp.resize(ew)
     eck = _zero_key(K, c.zero, ec, ew, zero_exp)
     em = emax.resize(ew)
     E = bvmax(em, eck)
-    W = max(T.w + (F2 - F), F + 4) + 4
-    Tp = _shift(T, F2 - F, E - em, W)                             # RD_F2, units 2^(E - F2)
+    W = max(T.w + (G - F), F + 4) + 4
+    Tp = _shift(T, G - F, E - em, W)                              # RD_G, units 2^(E - G)
     sc = ite(c.sign, -c.sig.resize(c.sig.w + 1, True), c.sig.resize(c.sig.w + 1, True))
     ls = F - c.fmt.t
     if ls >= 0:
@@ -493,31 +534,36 @@ def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], z
         sc_al = _shift(sc, 0, E - ec - ls, W)
     if special_trunc:
         sc_al = ite(ec < E - F - 1, K.const(0, W, True), sc_al)
-    S = Tp + (sc_al << (F2 - F))
-    _note("tr_tail", {"T": T, "e_max": emax, "E": E, "Tp": Tp, "sc": sc_al, "F": F, "F2": F2})
-    fin = _convert(S, E - F2, "RNE-FP32", _zero_sign(terms + [ct]), "ieee")
+    S = Tp + (sc_al << (G - F))
+    _note("tr_tail", {"T": T, "e_max": emax, "E": E, "Tp": Tp, "sc": sc_al, "F": F, "F2": F2,
+                      "tail": tail})
+    X = E - G
+    if tail == "mmasim":
+        S, X = _tr_renorm(S, E, G, F2, _shift)
+    fin = _convert(S, X, "RNE-FP32", _zero_sign(terms + [ct]), "ieee")
     return _special(fmt("f32"), fin, terms + [ct], fp.default_nan("f32") if nan is None else int(nan))
 
 
 def tr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=None,
-            fc: str = "f32", align_round: str = "RD") -> BV:
+            fc: str = "f32", align_round: str = "RD", tail: str = "algorithm") -> BV:
     """Truncated rounded FDPA (Algorithm 10, AMD CDNA3 tf32/bf16/f16).
 
     align_round: the rounding of T and s_c when aligned at E (Algorithm 10 lines 14-15):
-    "RD" as the hardware ([Xie2025]), "RZ" for the symmetric hypothetical twin of sec. 6.2.4."""
+    "RD" as the hardware ([Xie2025]), "RZ" for the symmetric hypothetical twin of sec. 6.2.4
+    (under tail "mmasim" the renormalising round becomes RZ too).
+    tail: "algorithm" ([Xie2025]'s text) or "mmasim" (mmasim 2.1.1's code); see TR_TAILS."""
     fa, fb = fmt(fa), fmt(fb)
     _check_lengths(a, b)
     prods = _tr_products(a, b, fa, fb)
     T, emax = fused_sum(prods, F, "RZ", zero_exp)
-    if align_round == "RD":
-        return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False)
     return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False,
-                    align_round=align_round)
+                    align_round=align_round, tail=tail)
 
 
 def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=None,
-             fc: str = "f32") -> BV:
-    """Group-truncated rounded FDPA (Algorithm 11, AMD CDNA3 fp8)."""
+             fc: str = "f32", tail: str = "algorithm") -> BV:
+    """Group-truncated rounded FDPA (Algorithm 11, AMD CDNA3 fp8).
+    tail: "algorithm" ([Xie2025]'s text) or "mmasim" (mmasim 2.1.1's code); see TR_TAILS."""
     fa, fb = fmt(fa), fmt(fb)
     _check_lengths(a, b)
     if len(a) % 2:
@@ -532,7 +578,8 @@ def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=N
     W = max(Te.w, To.w) + 2
     T = _rd_shift(Te, 0, emax - ee, W) + _rd_shift(To, 0, emax - eo, W)
     _note("gtr_groups", {"T_even": Te, "e_even": ee, "T_odd": To, "e_odd": eo, "T": T, "e_max": emax})
-    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=True)
+    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=True,
+                    tail=tail)
 
 
 # ------------------------------------------------------------------------------------------

@@ -46,7 +46,9 @@ File format (TOML, any number of files in ``theories/``, usually one per archite
 
 Invariants (checked when loading; every failure is a one-line ValueError naming the file and
 the theory): no unknown keys; known model/op; params equal the op's signature (nothing missing,
-nothing extra) with values of the right kind; every instruction name/pattern matches the catalog;
+nothing extra) with values of the right kind, except the parameters of ``OPTIONAL_PARAMS``
+(added after theories were proved: left out means the default, and the default is never
+written, so the older theories keep their hashes); every instruction name/pattern matches the catalog;
 the theory fits each instruction it claims (formats, scales, output format of rho, L | K ...);
 ``competes_with`` names existing theories and is symmetric; no instruction has two primary
 theories; and (for the package's own theory set) every catalog instruction has one.
@@ -103,6 +105,10 @@ _META_KEYS = frozenset({"arch", "description"})
 #: Parameters of the mma operations that the instruction fixes (operands, formats, scales).
 _FROM_INSTRUCTION = frozenset({"a", "b", "c", "fa", "fb", "fc", "f", "out", "fs",
                                "scale_a", "scale_b", "L", "saturate", "bop"})
+#: Parameters added after theories were proved: a theory may leave them out, which means the
+#: mma default given here, and writes them only when they differ from it (`replace` drops a
+#: default value), so the hashes of the theories that leave them out stay as they were.
+OPTIONAL_PARAMS = {"tail": "algorithm"}
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -137,6 +143,8 @@ def _check_param(name: str, v: Any) -> str | None:
         return None if v in ("sum", "products") else '"sum" or "products"'
     if name == "zero_sign":
         return None if v in ("ieee", "positive") else '"ieee" or "positive"'
+    if name == "tail":
+        return None if v in mma.TR_TAILS else "one of " + ", ".join(mma.TR_TAILS)
     if name == "sat_at":
         return None if v in mma.SAT_AT else "one of " + ", ".join(mma.SAT_AT)
     if name == "sat":
@@ -195,6 +203,16 @@ class Theory:
     def param_dict(self) -> dict[str, Any]:
         return dict(self.params)
 
+    def param(self, name: str, default: Any = None) -> Any:
+        """The value of parameter `name`, an optional one (OPTIONAL_PARAMS) that the theory
+        leaves out reading as its default when mma.<op> takes it; else `default`."""
+        p = self.param_dict
+        if name in p:
+            return p[name]
+        if name in OPTIONAL_PARAMS and self.model == "fdpa" and name in _op_params(self.op)[1]:
+            return OPTIONAL_PARAMS[name]
+        return default
+
     def content(self) -> dict[str, Any]:
         """The arithmetic content (what `hash` covers)."""
         d = {
@@ -243,13 +261,20 @@ class Theory:
         params = self.param_dict
         top = {}
         for k, v in changes.items():
-            if k in params:
+            if k in OPTIONAL_PARAMS and self.model == "fdpa" and k in _op_params(self.op)[1]:
+                if v == OPTIONAL_PARAMS[k]:
+                    params.pop(k, None)        # the default is left out (the hash stays)
+                else:
+                    params[k] = v
+            elif k in params:
                 params[k] = v
             elif k in {f.name for f in dataclasses.fields(self)}:
                 top[k] = v
             else:
                 raise ValueError(f"theory {self.id}: no field or parameter {k!r}")
-        t = dataclasses.replace(self, params=tuple(params.items()), **top)
+        t = dataclasses.replace(self, params=tuple(sorted(params.items())) if
+                                any(k in OPTIONAL_PARAMS for k in changes) else
+                                tuple(params.items()), **top)
         _check_static(t, t.file or "<replace>")
         if t.instr is not None:
             _check_fit(t, t.instr)
@@ -545,7 +570,11 @@ def _check_static(t: Theory, file: str) -> None:
         raise ValueError(f"{w}: a theory cannot compete with itself")
     required, allowed = _op_params(t.op)
     given = set(dict(t.params))
-    missing = [p for p in allowed if p not in given]
+    missing = [p for p in allowed if p not in given and p not in OPTIONAL_PARAMS]
+    for k, dv in OPTIONAL_PARAMS.items():
+        if dict(t.params).get(k, object()) == dv:
+            raise ValueError(f"{w}: leave parameter {k} out when it is the default {dv!r} "
+                             f"(so the theory keeps its hash)")
     extra = sorted(given - set(allowed))
     if missing:
         raise ValueError(f"{w}: missing parameter(s) {missing} of mma.{t.op} (give every "

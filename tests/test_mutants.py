@@ -101,7 +101,7 @@ def test_mutant_gtr_without_special_truncation_is_caught(monkeypatch):
     op = tr_fdpa_spec("e5m2fnuz", 16, 24, 31, gtr=True)
     assert _caught(op)[0] == 0
     tail = mma._tr_tail
-    monkeypatch.setattr(mma, "_tr_tail", lambda *a, special_trunc: tail(*a, special_trunc=False))
+    monkeypatch.setattr(mma, "_tr_tail", lambda *a, special_trunc, **kw: tail(*a, special_trunc=False, **kw))
     assert _caught(op)[0] > 0
 
 

@@ -74,6 +74,11 @@ E - F - 1 (COMBINATION_MONOTONIC_GTR; `structure(m, gtr=True)`). Chains of TR/GT
 cut each later block's c at the previous output D_ (tr.dspecial, tr.pq for its Inf/NaN).
 Where the arithmetic is not monotone (f16 x f16 products, whose key ea + eb overstates a
 subnormal product), mono.gain is satisfiable and the claim goes to the monolithic query.
+The TR/GTR tail "mmasim" (mma._tr_renorm: T rounded down at 2^(E-F2-1), S renormalised
+and floored to F2 fraction bits before RNE) is taken with G = F2 + 1 in place of F2, S cut
+before the renormalisation, the floor inside the monotone output G(S, E, Z), and for the
+bound bnd.renormlo and bnd.renorm (COMBINATION_BOUND_TR); without `tail` every lemma text is
+the paper's tail's as before.
 
 May import: mmaformal.query.model (models, inputs, SMT-LIB text), .cache (the solver call with
 its result cache), mmaformal.mma/fp/bits, z3.
@@ -173,6 +178,7 @@ class Block:
     groups: list = dataclasses.field(default_factory=list)   # GST-FDPA: (exact_group, group)
     parts: list = dataclasses.field(default_factory=list)    # GTR-FDPA: (fs, aligned, S) per group
     gtr: dict | None = None      # GTR-FDPA: the two groups' sums merged at e_max (mma.gtr_fdpa)
+    renorm: dict | None = None   # TR/GTR tail "mmasim": S renormalised and floored (mma._tr_renorm)
 
 
 @dataclasses.dataclass
@@ -246,6 +252,8 @@ def structure(m: Model, gtr: bool = False) -> Structure:
             cur.out = v
         elif label == "tr_tail":
             cur.tr = v
+        elif label == "tr_renorm":
+            cur.renorm = v
         elif label == "exact_group":
             cur.groups.append([v, None])
         elif label == "group":
@@ -951,7 +959,19 @@ COMBINATION_BOUND_TR = (
     "without wrap-around; bnd.out: |S 2^(E-F2) - d_j| <= 1/2 ulp(d_j). If E = em the block "
     "errs by less than n 2^(E-F) + 2^(E-F) + 1/2 ulp(d_j); if E > em, by less than "
     "n 2^(E-1-F) + 2^(E-F2) + 2^(E-F) + 1/2 ulp(d_j) <= (n+1) 2^(E-F) + 1/2 ulp(d_j), since "
-    "2^(E-F2) <= (n/2) 2^(E-F) (F2 > F). Telescoping over the blocks as for T-FDPA.")
+    "2^(E-F2) <= (n/2) 2^(E-F) (F2 > F). Telescoping over the blocks as for T-FDPA. "
+    "Tail \"mmasim\" (mma._tr_renorm; G = F2 + 1): Tp is in units 2^(E-G) (bnd.tailT, "
+    "bnd.tailsum with G for F2), S is renormalised and floored to q 2^X, and bnd.out is the "
+    "RNE conversion of q 2^X: |q 2^X - d_j| <= 1/2 ulp(d_j). bnd.renormlo: a nonzero product's "
+    "key and a nonzero c's exponent are >= Elo = -126 - F2 + F, so S != 0 gives E >= Elo (E >= "
+    "em >= such a key, or E >= e_c; S = 0 gives q = 0); bnd.renorm: for E in [Elo, Vmax] and "
+    "|S| < smax, 0 <= S 2^(E-G) - q 2^X < 2^(E-G+R), and = 0 when S is a multiple of 2^(G-F). "
+    "If E = em, Tp = T 2^(G-F) exactly (bnd.tailT), so S is such a multiple, the "
+    "renormalisation is exact and the bound is as above; if E > em the block errs by less than "
+    "n 2^(E-1-F) + 2^(E-G) + 2^(E-G+R) + 2^(E-F) + 1/2 ulp(d_j) <= (n+1) 2^(E-F) + 1/2 "
+    "ulp(d_j), since (1 + 2^R) 2^F <= n 2^(G-1) (checked when the lemmas are built). Where "
+    "bnd.renormlo fails (bf16 and tf32 products reach 2^-266) the bound is false: products "
+    "2^-151 + 2^-151 + 2^-170 and c = 0 floor to the tie 2^-150, which rounds to 0.")
 
 
 def _tr_tail_lemmas(tag: str, K, T, em, Et, Tp, sc, S2, cbits, total: int, Vmax: int,
@@ -1050,6 +1070,77 @@ def _tr_tail_lemmas(tag: str, K, T, em, Et, Tp, sc, S2, cbits, total: int, Vmax:
     return lemmas
 
 
+def _tr_G(p: dict) -> int:
+    """The fraction bits of the TR tail's T' (units 2^(E-G), mma._tr_tail): F2 under tail
+    "algorithm" (the parameter absent), F2 + 1 under tail "mmasim"."""
+    return p["F2"] + (1 if p.get("tail", "algorithm") == "mmasim" else 0)
+
+
+def _tr_sum(blk: Block, renorm: bool) -> BV:
+    """The tail's sum S = Tp + sc 2^(G-F), before mmasim's renormalisation (renorm: the theory
+    has tail "mmasim", whose trace must then hold the tr_renorm step)."""
+    if renorm != (blk.renorm is not None):
+        raise NotDecomposable("the trace's renormalisation step does not match the tail")
+    return blk.renorm["S"] if renorm else blk.conv["S"]
+
+
+def _tr_smax(total: int, k2: int, Fm: int) -> int:
+    """A bound > |S| of the TR tail's sum (bnd.tailT's bound of Tp plus bnd.tailc's of sc,
+    in units 2^(E-G))."""
+    bT = (total << max(k2, 0)) + 1
+    bc = 1 << (fp.fmt("f32").t + 2 + max(Fm - fp.fmt("f32").t, 0))
+    return bT + (bc << k2) + 1
+
+
+def _tr_renorm_lemmas(tag: str, blk: Block, cut: list, cbits, S, E, smax: int, n: int,
+                      Fm: int, F: int, F2: int, G: int, Vmax: int) -> list[Lemma]:
+    """bnd.renormlo and bnd.renorm of tail "mmasim" (mma._tr_renorm: S in units 2^(E-G)
+    floored to q 2^k, k = max(p - F2, -126 - F2 + G - E, 0) with p the leading one of |S|),
+    for COMBINATION_BOUND_TR: every nonzero product's key and a nonzero c's exponent are at
+    least Elo = -126 - F2 + F (so E >= Elo whenever S != 0); for |S| < smax and E in
+    [Elo, Vmax] the floor errs by less than 2^(E-G+R) and is exact when S is a multiple of
+    2^(G-F) (the case E = em)."""
+    import z3
+    Elo = mma._TR_EMIN - F2 + F
+    fc = fp.fmt("f32")
+    K = blk.c_in.k
+    uc = fp.decode(fc, _bv(K, cbits, fc.storage))
+    terms = blk.fs["terms"]
+    es = [_sub(e.v, cut) for e in blk.fs["e"]]
+    W16 = lambda x: z3.SignExt(max(0, 16 - x.size()), x)
+    hyp = [z3.Not(uc.nan.v), z3.Not(uc.inf.v)]
+    for t in terms:
+        hyp += [z3.Not(_sub(t.inf.v, cut)), z3.Not(_sub(t.nan.v, cut))]
+    claim = [z3.Implies(z3.Not(_sub(t.zero.v, cut)), W16(e) >= Elo) for t, e in zip(terms, es)]
+    claim.append(z3.Implies(z3.Not(uc.zero.v), W16(uc.exp.v) >= Elo))
+    lemmas = [Lemma(f"{tag}.bnd.renormlo", f"a nonzero product's key and a nonzero c's exponent "
+                    f"are at least {Elo} (so the renormalisation's floor at 2^(-126-F2) is no "
+                    f"coarser than 2^(E-F))", hyp + [z3.Not(z3.And(*claim))])]
+    # the floor
+    Sv, Ev = z3.BitVec("S_", S.size()), z3.BitVec("E_", E.size())
+    pr = [(S, Sv), (E, Ev)]
+    q = _sub(_sub(blk.renorm["q"].v, cut), pr)
+    k = _sub(_sub(blk.renorm["k"].v, cut), pr)
+    if not free_vars(q, k) <= {"S_", "E_"}:
+        raise NotDecomposable(f"{tag}: the renormalisation is not a function of (S, E)")
+    R = max(smax.bit_length() - 1 - F2, G - F, 0)
+    if (1 + (1 << R)) << F > n << (G - 1):
+        raise NotDecomposable(f"{tag}: the renormalisation's error exceeds the slack of the bound")
+    W = S.size() + R + 4
+    kw = k.size()
+    sx = lambda x: z3.SignExt(W - x.size(), x)
+    kW = z3.ZeroExt(W - kw, k) if W > kw else k
+    qk = sx(q) << kW
+    Sx = sx(Sv)
+    mask = (1 << (G - F)) - 1
+    claim = z3.And(k >= 0, k <= R, qk <= Sx, Sx - qk < (z3.BitVecVal(1, W) << kW),
+                   z3.Implies(Sv & mask == 0, qk == Sx))
+    lemmas.append(Lemma(f"{tag}.bnd.renorm", f"the renormalisation floors S 2^(E-G) by less than "
+                        f"2^(E-G+{R}), exactly when S is a multiple of 2^(G-F) (E >= {Elo})",
+                        [Sv < smax, Sv > -smax, Ev >= Elo, Ev <= Vmax, z3.Not(claim)]))
+    return lemmas
+
+
 def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
     """The Table 9 bound lemmas of a TR-FDPA chain: the fused sum as for T-FDPA, then the TR
     tail (mma._tr_tail) at the interface (T, em): the RD alignments of T and c at E, their
@@ -1059,6 +1150,7 @@ def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
     p = m.theory.param_dict
     rf, mode, sf = mma.rho_of("RNE-FP32")
     Fm, F2 = p["F"], p["F2"]
+    Gu = _tr_G(p)                # T' in units 2^(E-Gu): F2, or F2 + 1 under tail "mmasim"
     F = Fm if F_claim is None else F_claim
     if p.get("align_round", "RD") != "RD":
         raise NotDecomposable("the TR bound lemmas take align_round = RD")
@@ -1079,7 +1171,7 @@ def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
         tr = blk.tr
         T, em = _sub(tr["T"].v, cut_D), _sub(tr["e_max"].v, cut_D)
         Et, Tp, sc = (_sub(tr[k].v, cut_D) for k in ("E", "Tp", "sc"))
-        S2 = _sub(blk.conv["S"].v, cut_D)
+        S2 = _sub(_tr_sum(blk, Gu != F2).v, cut_D)
         N, P, Q = (_sub(blk.sp[k].v, cut_D) for k in ("nan", "pinf", "ninf"))
         Z = _sub(blk.conv["zero_sign"].v, cut_D)
         out = _sub(blk.out.v, cut_D)
@@ -1100,10 +1192,21 @@ def _bound_lemmas_tr(st: Structure, F_claim: int | None) -> list[Lemma]:
         ug = fp.decode(sf, _bv(K, G, sf.storage))
         lemmas.append(Lemma(f"{tag}.bnd.special", "a NaN/Inf flag gives a NaN or Inf output",
                             [z3.Or(Nv, Pv, Qv), z3.Not(z3.Or(ug.nan.v, ug.inf.v))]))
-        lemmas += _tr_tail_lemmas(tag, K, T, em, Et, Tp, sc, S2, cbits, total, Vmax, Fm, F, F2)
-        # -- the output conversion of S 2^(E-F2)
-        lemmas.append(_bnd_out(tag, K, out, S2, Et, N, P, Q, Z, S2.size(), F2, rf, sf,
-                               mode == "RNE"))
+        lemmas += _tr_tail_lemmas(tag, K, T, em, Et, Tp, sc, S2, cbits, total, Vmax, Fm, F, Gu)
+        if blk.renorm is None:
+            # -- the output conversion of S 2^(E-F2)
+            lemmas.append(_bnd_out(tag, K, out, S2, Et, N, P, Q, Z, S2.size(), F2, rf, sf,
+                                   mode == "RNE"))
+        else:
+            # -- tail "mmasim": S renormalised and floored to q 2^X, then RNE of q 2^X
+            n = len(terms)
+            smax = _tr_smax(total, Gu - Fm, Fm)
+            lemmas += _tr_renorm_lemmas(tag, blk, cut_D, cbits, S2, Et, smax, n, Fm, F, F2, Gu,
+                                        Vmax)
+            q = _sub(blk.conv["S"].v, cut_D)
+            X = _sub(blk.conv["exp"].v, cut_D)
+            lemmas.append(_bnd_out(tag, K, out, q, X, N, P, Q, Z, q.size(), 0, rf, sf,
+                                   mode == "RNE"))
         prev_out = blk.out
     if not st.out.v.eq(prev_out.v):
         raise NotDecomposable("the output is not the last block's output")
@@ -1192,7 +1295,12 @@ COMBINATION_MONOTONIC_TR = (
     "-Inf, NaN raises P, Q, N, and tr.pq: P and Q raise N, so by tr.special D_y = +Inf gives "
     "out_y = +Inf and D_x = -Inf gives out_x = -Inf (or NaN, outside the claim), and a NaN D "
     "gives NaN; a product of block j with D equal on both sides is the product step, or, for "
-    "a non-finite D, the same raised flag on both sides.")
+    "a non-finite D, the same raised flag on both sides. Tail \"mmasim\" (here and for "
+    "GTR-FDPA): read F2 as G = F2 + 1 throughout (T' in units 2^(E-G); tr.cgap: c' - c >= "
+    "2^(e_c' - G)); S is the sum before the renormalisation, and the finite output G(S, E, Z) "
+    "of out.d<d> and tr.zero includes the renormalising floor (to F2 fraction bits of "
+    "max(2^floor(log2 |S 2^(E-G)|), 2^-126): a floor to a power-of-two grid that coarsens as "
+    "|S| grows, non-decreasing in the value; out.d<d> prove the composite non-decreasing).")
 
 
 COMBINATION_MONOTONIC_GTR = (
@@ -1661,7 +1769,7 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
     import z3
     m, K, inp = st.model, st.K, st.inp
     ins, p = m.ins, m.theory.param_dict
-    Fm, F2 = p["F"], p["F2"]
+    Fm, F2 = p["F"], _tr_G(p)      # T' in units 2^(E-F2); F2 + 1 under tail "mmasim"
     k2 = F2 - Fm
     if blk.fc != "f32" or blk.tr is None or k2 < 0:
         raise NotDecomposable(f"{tag}: the TR monotonicity lemmas take an f32 c and F2 >= F")
@@ -1670,7 +1778,7 @@ def _tr_monotonic_tail(st: Structure, blk: Block, tag: str, order, term_le, reve
         raise NotDecomposable(f"{tag}: F < the fraction bits of c")
     tr = blk.tr
     T, em, Et, sc = (_sub(tr[k].v, list(cut)) for k in ("T", "e_max", "E", "sc"))
-    S2 = _sub(blk.conv["S"].v, list(cut))
+    S2 = _sub(_tr_sum(blk, F2 != p["F2"]).v, list(cut))
     cvar = cut[0][1] if cut else inp.c.v
     if groups is None:
         keep = {f"{tag}.bnd.{k}" for k in ("emax", "emlow", "tailE", "tailT", "tailc", "tailsum")}

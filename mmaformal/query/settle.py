@@ -10,17 +10,21 @@ theories with their candidate values). The candidates of a parameter are the val
 primary theory, the values of the rival theories that cover the instruction (theories/), and
 the values the evidence review names (docs/probing.md): mmasim 2.1.1's per-architecture zero
 exponents and their neighbours, "excluded" and "field"; the NaN rules seen on the H200; the tf32
-readings. Each candidate is the primary theory with that one parameter changed (a theory rival
-that differs in more than that parameter is a candidate under its own id). The probes are
-those of query/probes ([Xie2025] sec. 3.1) for the features that observe the parameter, plus
-tf32-container probes for `tf32_round`; the manifest records every candidate's prediction for
-every probe, and which candidates each probe separates. The verdict compares the GPU's bits
-with the predictions and lists the candidates that agree with all of them.
+readings; the two readings of the TR/GTR-FDPA tail (mma.TR_TAILS). A parameter that a theory
+leaves out at its default (theory.OPTIONAL_PARAMS, e.g. `tail`) is open with that value. Each
+candidate is the primary theory with that one parameter changed (a theory rival that differs
+in more than that parameter is a candidate under its own id). The probes are those of
+query/probes ([Xie2025] sec. 3.1) for the features that observe the parameter, plus
+tf32-container probes for `tf32_round` and tail probes for `tail` (`_tail_rows`: ties of the
+RNE-FP32 output that the two tails resolve differently); the manifest records every
+candidate's prediction for every probe, and which candidates each probe separates. The verdict
+compares the GPU's bits with the predictions and lists the candidates that agree with all of
+them.
 
 The `mmaformal probes` verb's entry point (adds --settle/--verdict to query/probes' parser).
 
-May import: numpy, fp, isa, theory, query.frame/model/pool, query.probes. Invariant:
-a candidate survives the verdict only if it predicts every probe output bit for bit.
+May import: numpy, fp, mma (TR_TAILS), isa, theory, query.frame/model/pool, query.probes.
+Invariant: a candidate survives the verdict only if it predicts every probe output bit for bit.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import fp, isa
+from .. import fp, isa, mma
 from . import probes as _probes
 from .frame import EXIT_BAD, EXIT_OK, BadInput
 from .model import _hex, mutate, resolve
@@ -50,6 +54,7 @@ PARAMS = {
     "align_round": ("alignment",),
     "tf32_round": ("tf32",),
     "L": ("order",),
+    "tail": ("tail",),
 }
 
 # mmasim 2.1.1 nv_ptx/sim.py (_mma_e_zero_for_fp32 / _fp16) and the GST/ST values: the zero
@@ -90,6 +95,8 @@ def _values(param: str, th, ins) -> list:
         return ["RZ", "RNE", "RNA"]
     if param == "L":
         return [l for l in (1, 2, 4, 8, 16, 32, 64) if l <= ins.k]
+    if param == "tail":
+        return list(mma.TR_TAILS)
     return []
 
 
@@ -102,18 +109,17 @@ def candidates(spec: str, param: str, instr: str | None = None) -> list:
     if param not in PARAMS:
         raise BadInput(f"--settle {param}: not a parameter this command settles; one of "
                        + ", ".join(PARAMS) + " (or 'list')")
-    has = param in th.param_dict or (param == "L" and th.L is not None)
-    if not has:
+    cur = th.L if param == "L" else th.param(param)
+    if cur is None:
         raise BadInput(f"--settle {param}: theory {th.id} of {ins.name} has no parameter {param!r}"
                        f" (its parameters: {', '.join(k for k, _ in th.params)})")
-    cur = th.L if param == "L" else th.param_dict[param]
     out = [(base.label, cur, base)]
     seen = {_key(cur)}
     for t in _theory.default().theories_for(ins):
         if t.id == th.id:
             continue
         m = resolve(f"{t.id}@{ins.name}")
-        v = t.L if param == "L" else t.param_dict.get(param)
+        v = t.L if param == "L" else t.param(param)
         out.append((m.label, v, m))
         if _same_but(t, th, param):
             seen.add(_key(v))
@@ -149,10 +155,12 @@ def _same_but(t, th, param) -> bool:
 def open_parameters(instr: str) -> list[dict]:
     """Per parameter of the instruction's primary theory: its value, status (the theory's), the
     candidates, and the features that settle it."""
+    from .. import theory as _theory
     base = resolve(instr)
     th = base.theory
     rows = []
     names = [k for k, _ in th.params] + (["L"] if th.L is not None else [])
+    names += [k for k in _theory.OPTIONAL_PARAMS if k not in names and th.param(k) is not None]
     for p in names:
         if p not in PARAMS:
             continue
@@ -182,6 +190,45 @@ def _tf32_rows(ins) -> list:
     return [(d, a + [0] * (K - 1), b + [0] * (K - 1), c) for d, a, b, c in rows]
 
 
+#: Tail probes, as (description, c, products) in values relative to a scale 2^s: each is a tie
+#: (or a value next to one) of the RNE-FP32 output that [Xie2025]'s tail (T' = RD at 2^(E-F2),
+#: then RNE) and mmasim 2.1.1's (T' = RD at 2^(E-F2-1), S rounded down to F2 = 31 fraction
+#: bits of its normalised significand, then RNE) resolve differently. Source: the carry and
+#: cancellation probes of docs/mmasim-notes.md (sec. 4, item 5); the others are built the same
+#: way (a carry into the next binade whose rounding down lands on a tie; a bit below 2^(E-31)
+#: that only the extra bit keeps).
+_TAIL_RECIPES = (
+    ("carry", 2 - 2.0 ** -23, (2.0 ** -22, 2.0 ** -31)),
+    ("cancellation", 1.0, (-3 * 2.0 ** -25, 2.0 ** -32)),
+    ("negative carry", -(2 - 2.0 ** -23), (-(2.0 ** -21), 2.0 ** -31)),
+    ("cancellation below 2", 2.0, (-3 * 2.0 ** -24, 2.0 ** -31)),
+)
+#: Results below 2^-126 with c = +0: mmasim's renormalisation rounds down at 2^-157 (e' = -126),
+#: so 5 2^-150 + 2^-160 gives the tie 2.5 2^-149 (to even: 2^-148) where the exact sum rounds up.
+_TAIL_TINY = (
+    ("tiny positive, c = +0", 0.0, (5 * 2.0 ** -150, 2.0 ** -160)),
+    ("tiny negative, c = +0", 0.0, (-3 * 2.0 ** -150, 2.0 ** -160)),
+)
+_TAIL_SCALES = (0, 20, -20, 40, -40, 60, -60, 90, -90, 8, -8)
+
+
+def _tail_rows(bd) -> None:
+    """The `tail` probes of bd's instruction (TR/GTR-FDPA), into bd.rows["tail"]: each recipe
+    of _TAIL_RECIPES scaled by 2^s for the scales where its products and c are exact in the
+    formats (at most 6 per recipe), and both _TAIL_TINY rows where bf16/tf32 reach them."""
+    bd.rows["tail"] = []
+    for name, c, prods in _TAIL_RECIPES:
+        n = 0
+        for s in _TAIL_SCALES:
+            k = 2.0 ** s
+            if n < 6 and bd.add("tail", f"{name}: c = {c!r} * 2^{s}, products "
+                                f"{', '.join(repr(p) for p in prods)} * 2^{s}",
+                                [p * k for p in prods], c * k):
+                n += 1
+    for name, c, prods in _TAIL_TINY:
+        bd.add("tail", f"{name}, products {', '.join(repr(p) for p in prods)}", list(prods), c)
+
+
 def write(spec: str, param: str, out: str | Path, instr: str | None = None) -> dict:
     """Write the probe tiles of the features that observe `param` and the manifest."""
     cs = candidates(spec, param, instr)
@@ -193,6 +240,7 @@ def write(spec: str, param: str, out: str | Path, instr: str | None = None) -> d
     out.mkdir(parents=True, exist_ok=True)
     bd = _probes.build_probes(ins)
     bd.rows["tf32"] = _tf32_rows(ins)
+    _tail_rows(bd)
     man = {"instruction": ins.name, "theory": base.theory.id, "settle": param,
            "candidates": {lab: str(v) for lab, v, _ in cs}, "features": {}, "probes": [],
            "layout": "probe t is the dot product in row 0 / column 0 of tile t of <feature>/A.npy, "
@@ -273,7 +321,7 @@ def add_parser(subparsers):
     q = _probes.add_parser(subparsers)
     q.add_argument("--settle", metavar="PARAM",
                    help="only the probes that settle one parameter (zero_exp, nan, overflow, "
-                        "zero_sign, F, rho, mode, align_round, tf32_round, L), with its candidate "
+                        "zero_sign, F, rho, mode, align_round, tf32_round, L, tail), with its candidate "
                         "values; 'list' lists the instruction's open parameters (query/settle)")
     q.add_argument("--verdict", action="store_true",
                    help="with --settle: read DIR/<feature>/D.npy (the GPU's outputs) and say "

@@ -1,7 +1,8 @@
 """Exact-rational oracle for the mmaformal elementary operations.
 
 What it is: an independent, deliberately slow reading of docs/semantics.md (and of [Xie2025],
-sec. 4, Algorithms 1, 2, 6, 7, 8, 10, 11). Every value is a `fractions.Fraction`; formats are
+sec. 4, Algorithms 1, 2, 6, 7, 8, 10, 11; for TR/GTR-FDPA also the tail of mmasim 2.1.1's code,
+`tail="mmasim"`). Every value is a `fractions.Fraction`; formats are
 described by their parameters (w, t, bias) and values are computed from the formulas, never by
 bit tricks on the core's representation. Bit patterns are plain Python ints.
 
@@ -646,23 +647,40 @@ def _tr_specials(a, b, c, fa, fb, product_overflow: bool):
     return _sum_specials(prods + [zc])
 
 
-def _rounded_sum_with_c(T, emax, c_term: _Term, F, F2, zero_exp, special_trunc, all_terms):
-    """Steps 'rounded sum of two terms' + 'convert' of Algorithms 10/11 (rho = RNE-FP32)."""
+#: Lowest exponent of the renormalised sum in the tail "mmasim" (f32's emin). Source: mmasim
+#: 2.1.1 arithmetic/fdpa.py tr_fdpa / gtr_fdpa, frexp_and_normalize(..., e_subnormal=-126).
+_MMASIM_TAIL_EMIN = -126
+
+
+def _rounded_sum_with_c(T, emax, c_term: _Term, F, F2, zero_exp, special_trunc, all_terms,
+                        tail="algorithm"):
+    """Steps 'rounded sum of two terms' + 'convert' of Algorithms 10/11 (rho = RNE-FP32).
+
+    tail "algorithm": [Xie2025]'s text, T' = RD_F2(T at E). tail "mmasim": mmasim 2.1.1's code
+    (arithmetic/fdpa.py tr_fdpa, gtr_fdpa): T' = RD_(F2+1)(T at E), then the value S 2^E is
+    written m 2^e' with e' = max(floor(log2 |S 2^E|), -126) and m rounded down to F2 fraction
+    bits, then RNE-FP32."""
+    if tail not in ("algorithm", "mmasim"):
+        raise ValueError(f"unknown tail {tail!r}")
     cands = [] if emax is None else [emax]
     if not (zero_exp == "excluded" and c_term.zero):
         cands.append(c_term.exp)
     if not cands:
         return _zero_bits(FORMATS["f32"], _zero_result_sign(all_terms))
     E = max(cands)
-    Tp = _rd(T * _pow2(emax - E), F2) if emax is not None else Fraction(0)
+    G = F2 if tail == "algorithm" else F2 + 1
+    Tp = _rd(T * _pow2(emax - E), G) if emax is not None else Fraction(0)
     sc = _rd(c_term.sig * _pow2(c_term.exp - E), F)
     if special_trunc and c_term.exp < E - F - 1:
         sc = Fraction(0)
-    S = Tp + sc
-    return round_to("f32", S * _pow2(E), "RNE", _zero_result_sign(all_terms))
+    V = (Tp + sc) * _pow2(E)
+    if tail == "mmasim" and V != 0:
+        e1 = max(_ilog2(abs(V)), _MMASIM_TAIL_EMIN)
+        V = _rd(V * _pow2(-e1), F2) * _pow2(e1)
+    return round_to("f32", V, "RNE", _zero_result_sign(all_terms))
 
 
-def tr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded"):
+def tr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded", tail="algorithm"):
     """TR-FDPA ([Xie2025] Algorithm 10), rho = RNE-FP32, c in f32. Bits, or "nan"."""
     _check_lengths(a, b)
     sp = _tr_specials(a, b, c, fa, fb, product_overflow=True)
@@ -674,10 +692,10 @@ def tr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded"):
     T = Fraction(0)
     if emax is not None:
         T = sum((_rz(t.sig * _pow2(t.exp - emax), F) for t in prods), Fraction(0))
-    return _rounded_sum_with_c(T, emax, ct, F, F2, zero_exp, False, prods + [ct])
+    return _rounded_sum_with_c(T, emax, ct, F, F2, zero_exp, False, prods + [ct], tail)
 
 
-def gtr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded"):
+def gtr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded", tail="algorithm"):
     """GTR-FDPA ([Xie2025] Algorithm 11), rho = RNE-FP32, c in f32, L even. Bits, or "nan"."""
     _check_lengths(a, b)
     if len(a) % 2:
@@ -701,7 +719,7 @@ def gtr_fdpa(a, b, c, fa, fb, F, F2, zero_exp="excluded"):
         for eg, Tg in groups:
             if eg is not None:
                 T += _rd(Tg * _pow2(eg - emax), F)
-    return _rounded_sum_with_c(T, emax, ct, F, F2, zero_exp, True, prods + [ct])
+    return _rounded_sum_with_c(T, emax, ct, F, F2, zero_exp, True, prods + [ct], tail)
 
 
 # --------------------------------------------------------------------------------------------
