@@ -7,7 +7,8 @@ checks (`Theory.replace` checks the parameters, `Theory.bind` checks the fit to 
 instruction); a point that does not fit the instruction (rho with another output format, L not
 dividing K, convert that is not exact, ...) is dropped and counted, never an error. Candidates
 that compute the same thing by construction (L >= K is L = K; tf32_round on non-tf32 operands;
-convert to the operand's own format) are merged statically before any evaluation.
+convert to the operand's own format; k_order within one T-FDPA block) are merged statically
+before any evaluation.
 
 Built-in families are TOML files in ``theories/families/`` (found through
 ``theory.THEORY_DIR``, so ``MMAFORMAL_THEORIES`` moves them with the theories); a user passes a
@@ -24,6 +25,11 @@ path to a TOML file of the same format instead of a name. The format (also in th
     nan = ["nvidia", "ieee"]          # mma.NVIDIA_NAN of the output format, "ieee" its IEEE
                                       # default quiet NaN (as an int code)
     align = ["RZ"]                    # op mutation of distinguish: "RZ" | "RD" (RD-twin)
+    convert = ["none", "f16"]         # structural keys range too: convert ("none" is no
+    k_order = ["natural", "mod4-pairs"]   # conversion), k_order, accumulate (and L); a
+    accumulate = ["fused", "add"]     # shared one applies to the fdpa structures that do
+                                      # not fix it; model and op never range (one structure
+                                      # per model/op)
     [[family.structure]]
     name = "native"
     model = "fdpa"                    # as in theories/*.toml: model, op, L, convert,
@@ -33,6 +39,11 @@ path to a TOML file of the same format instead of a name. The format (also in th
     tf32_round = "RZ"                 # fixed here or get a domain)
     [family.structure.domain]         # optional: per-structure domain (replaces the shared key)
     L = ["K/2"]
+
+Values of the structural keys are checked when the file is read (k_order in
+theory.K_ORDERS, accumulate in theory.ACCUMULATE, convert "none" or a format name); a bad one,
+or a domain over model / op, is one BadInput line. Candidates are labelled by every key whose
+domain holds more than one value (`fp8-mma[F=25,L=16,accumulate=add,convert=f16,...]`).
 
 Invariant: every candidate is a checked Theory bound to the instruction; each candidate's
 `Model` (query.model) is what infer evaluates and what the solver path encodes, so the
@@ -56,7 +67,7 @@ from .frame import BadInput
 from .model import Model
 
 __all__ = ["Family", "Structure", "Candidate", "FAMILY_DIR", "load", "builtin", "get",
-           "canonical_key", "OVERLAY"]
+           "canonical_key", "OVERLAY", "STRUCTURAL"]
 
 FAMILY_DIR = _theory.THEORY_DIR / "families"
 #: Parameters that act only on the final overlay of a special result (NaN code, sign of an
@@ -64,6 +75,9 @@ FAMILY_DIR = _theory.THEORY_DIR / "families"
 #: gives a finite nonzero result (checked by tests/test_infer.py::test_overlay_sharing).
 OVERLAY = ("nan", "zero_sign")
 _TOP = ("model", "op", "L", "convert", "k_order", "accumulate")
+#: structural keys a domain may range over (model and op pick the op's parameters: one
+#: structure per model/op)
+STRUCTURAL = ("L", "convert", "k_order", "accumulate")
 _STRUCT_KEYS = frozenset(_TOP + ("name", "params", "domain", "operands"))
 _FAMILY_KEYS = frozenset({"id", "description", "source", "domain", "structure"})
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -104,8 +118,10 @@ class Family:
                 _, allowed = _theory._op_params(op)
             except AttributeError:
                 raise BadInput(f"family {self.id}: structure {st.name}: unknown op {op!r}") from None
+            fdpa = st.top.get("model") == "fdpa"
             dom = {k: v for k, v in self.domain.items()
-                   if k in allowed or k == "align" or (k == "L" and st.top.get("model") == "fdpa")}
+                   if k in allowed or k == "align"
+                   or (k in STRUCTURAL and fdpa and k not in st.top)}
             dom.update(st.domain)
             keys = sorted(dom)
             for vals in itertools.product(*(dom[k] for k in keys)):
@@ -161,6 +177,8 @@ def _value(name: str, v: Any, ins: isa.Instruction) -> Any:
     if name == "nan" and v == "ieee":
         from .. import fp
         return fp.default_nan(fp.fmt(ins.d))
+    if name == "convert" and v == "none":
+        return ""
     return v
 
 
@@ -173,8 +191,10 @@ def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
     possible nonzero term (products: emin_a + emin_b; c and chained accumulators: emin of
     their formats) is "excluded" (mma._emax: a zero term then never sets e_max, and when every
     term is zero the sum is zero whatever e_max is); with accumulate = "add" the NaN code of
-    the chain is replaced by the final IEEE addition's. tests/test_infer.py checks these merges
-    concretely on random, special and subnormal-heavy inputs."""
+    the chain is replaced by the final IEEE addition's; a T-FDPA whose one block holds all K
+    (L >= K) sums a set of terms, so k_order does not act. tests/test_infer.py and
+    tests/test_infer_families.py check these merges concretely on random, special and
+    subnormal-heavy inputs."""
     ins = t.instr
     p = dict(t.params)
     conv = t.convert if t.convert and not (t.convert == ins.a == ins.b) else ""
@@ -198,8 +218,11 @@ def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
         p.pop("nan")                       # theory.dot: the final IEEE add replaces any NaN of
                                            # the chain by its own code (mma.NVIDIA_NAN)
     L = min(ins.k, t.L) if t.L is not None else None
+    k_order = t.k_order
+    if t.op == "t_fdpa" and L == ins.k and not ins.scale:
+        k_order = "natural"                # one block: T-FDPA's sum does not see the order
     key = [("model", t.model), ("op", t.op), ("L", L), ("convert", conv),
-           ("k_order", t.k_order), ("accumulate", t.accumulate), ("align", "RD" if rd else "RZ")]
+           ("k_order", k_order), ("accumulate", t.accumulate), ("align", "RD" if rd else "RZ")]
     if t.accumulator:                      # C converted in / D rounded out: never the plain chain
         key.append(("accumulator", t.accumulator))
     key += sorted(p.items())
@@ -239,6 +262,8 @@ def _domain_of(fam: Family, st: Structure, k: str) -> list:
 def _fmt(k: str, v: Any) -> str:
     if k == "nan" and isinstance(v, int):
         return hex(v)
+    if k == "convert" and v == "":
+        return "none"
     return str(v)
 
 
@@ -266,8 +291,32 @@ def _domain(d: Any, where: str) -> dict:
                 raise BadInput(f"{where}: domain {k} holds {x!r}, not a TOML scalar or 'lo..hi'")
         if not flat:
             raise BadInput(f"{where}: domain {k} is empty")
+        _check_structural(k, flat, where)
         out[k] = list(dict.fromkeys(flat))
     return out
+
+
+def _check_structural(k: str, vals: list, where: str) -> None:
+    """BadInput (one line) for a domain over model / op or a structural value the loader
+    would reject for every instruction."""
+    if k in ("model", "op"):
+        raise BadInput(f"{where}: domain {k} cannot range (it picks the op's parameters): "
+                       f"declare one [[family.structure]] per {k}")
+    known = {"k_order": _theory.K_ORDERS, "accumulate": _theory.ACCUMULATE}.get(k)
+    if known is not None:
+        bad = [v for v in vals if v not in known]
+        if bad:
+            raise BadInput(f"{where}: domain {k} holds {bad[0]!r}; known: {', '.join(known)}")
+    if k == "convert":
+        from .. import fp
+        for v in vals:
+            if v in ("none", ""):
+                continue
+            try:
+                fp.fmt(v)
+            except (KeyError, ValueError):
+                raise BadInput(f"{where}: domain convert holds {v!r}: not 'none' or a format "
+                               f"name") from None
 
 
 def parse(doc: dict, file: str) -> Family:
@@ -297,6 +346,8 @@ def parse(doc: dict, file: str) -> Family:
         if s.get("model") not in _theory.MODELS:
             raise BadInput(f"{w}: model must be one of {', '.join(_theory.MODELS)}")
         top = {k: s[k] for k in _TOP if k in s}
+        if top.get("convert") == "none":
+            top["convert"] = ""
         params = s.get("params", {})
         if not isinstance(params, dict):
             raise BadInput(f"{w}: params must be a table")
