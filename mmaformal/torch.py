@@ -48,10 +48,15 @@ Rules common to both:
   epilogue, D's bits are returned unchanged (NaN payloads, -0);
 - einsum, tensordot, multi_dot, chain_matmul: lowered by torch itself (its decomposition into
   aten.mm / aten.bmm), each of those GEMMs emulated with the user-level op's name;
-- F.scaled_dot_product_attention: its math definition (torch's documented reference): S =
-  (Q @ K^T) * scale, + the causal / attn_mask bias, torch.softmax over the last dimension, then
-  S @ V; both products emulated (op ``sdpa``); dropout_p must be 0; enable_gqa repeats K and V
-  as the reference does. This is the math backend, not a fused flash kernel;
+- F.scaled_dot_product_attention: as torch's math backend computes it (aten
+  _scaled_dot_product_attention_math, not the documented Python reference): f16/bf16 inputs
+  converted to f32, Q and K^T each scaled by sqrt(scale), S = Q @ K^T + the causal / attn_mask
+  bias, safe softmax in f32, S @ V, converted back; both products dispatched as matmuls under
+  this mode (so an f16 model's attention products are f32 GEMMs: the profile's f32 rules apply;
+  on CUDA without allow_tf32 they are CUDA-core SGEMMs, which no matrix-unit model covers:
+  strict raises, otherwise they run natively with a warning); dropout_p must be 0; enable_gqa
+  repeats K and V. The fused flash / memory-efficient kernels are other algorithms: select the
+  math backend (torch.nn.attention.sdpa_kernel(SDPBackend.MATH)) to compare with native;
 - torch._scaled_mm (e4m3 / e5m2): D by the schedule, then (s_a * s_b) * D (tensor-wise or
   row-wise scales; the rule's ``scale_order``), + bias, * scale_result, in float32, cast to
   out_dtype by torch;
@@ -660,42 +665,49 @@ class emulating(TorchFunctionMode):
         _check_grad(q, k, v, p.get("attn_mask"))
         for t in (k, v):
             self._check_mix("scaled_dot_product_attention", q, t)
-        call = self._call("sdpa", q, k.transpose(-2, -1), None)
-        if call is None or self._plan(call, q, k) is None:
+        if self._call("sdpa", q, k.transpose(-2, -1), None) is None:   # not a modelled dtype
             return func(*args, **kwargs)
+        # the two products are planned (and warned about) as the matmuls they are
         with torch.no_grad():
             return self._sdpa_math(q, k, v, p.get("attn_mask"), bool(p.get("is_causal", False)),
                                    p.get("scale"), bool(p.get("enable_gqa", False)))
 
     def _sdpa_math(self, q, k, v, attn_mask, is_causal, scale, enable_gqa):
-        """torch's documented reference of scaled_dot_product_attention, products emulated."""
+        """scaled_dot_product_attention as torch's math backend computes it (aten
+        _scaled_dot_product_attention_math), with its two products dispatched like any matmul
+        under this mode: f16/bf16 inputs are first converted to f32; q and k^T are each
+        multiplied by sqrt(scale); P = safe-softmax(q k^T + mask) in f32; O = P v; O converted
+        back. So with f16/bf16 inputs the two products are f32 GEMMs (the profile's f32 rules
+        apply: without allow_tf32 they run on the CUDA cores, which no matrix-unit model covers:
+        strict raises, otherwise they run natively with a warning)."""
+        dt = q.dtype
+        acc = torch.float32 if dt in (torch.float16, torch.bfloat16) else dt
         L, S = q.size(-2), k.size(-2)
         scale_factor = 1 / math.sqrt(q.size(-1)) if scale is None else scale
-        attn_bias = torch.zeros(L, S, dtype=q.dtype, device=q.device)
+        sf = math.sqrt(abs(scale_factor))
+        qa = q.to(acc) * (sf if scale_factor >= 0 else -sf)
+        ka, va = k.to(acc), v.to(acc)
+        bias = None
         if is_causal:
             if attn_mask is not None:
                 raise EmulationError("scaled_dot_product_attention: is_causal and attn_mask "
                                      "are exclusive")
-            keep = torch.ones(L, S, dtype=torch.bool, device=q.device).tril(diagonal=0)
-            attn_bias = attn_bias.masked_fill(keep.logical_not(), float("-inf"))
+            attn_mask = torch.ones(L, S, dtype=torch.bool, device=q.device).tril(diagonal=0)
         if attn_mask is not None:
             if attn_mask.dtype == torch.bool:
-                attn_bias = attn_bias.masked_fill(attn_mask.logical_not(), float("-inf"))
+                bias = torch.zeros(attn_mask.shape, dtype=acc, device=q.device).masked_fill(
+                    attn_mask.logical_not(), float("-inf"))
             else:
-                attn_bias = attn_mask + attn_bias
+                bias = attn_mask
         if enable_gqa:
-            k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
-            v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
-        s = self._gemm("sdpa", q, k.transpose(-2, -1), None)
-        if s is None:
-            raise EmulationError("scaled_dot_product_attention: Q @ K^T could not be emulated")
-        attn = _epilogue(s[0], q.dtype, None, 1, 1) * scale_factor
-        attn = attn + attn_bias
-        attn = torch.softmax(attn, dim=-1)
-        o = self._gemm("sdpa", attn, v, None)
-        if o is None:
-            raise EmulationError("scaled_dot_product_attention: P @ V could not be emulated")
-        return _epilogue(o[0], q.dtype, None, 1, 1)
+            ka = ka.repeat_interleave(q.size(-3) // k.size(-3), -3)
+            va = va.repeat_interleave(q.size(-3) // v.size(-3), -3)
+        attn = self._mm_op(torch.matmul, "matmul", (qa, ka.transpose(-2, -1) * sf), {})
+        if bias is not None:
+            attn = attn + bias
+        soft = getattr(torch, "_safe_softmax", None)
+        attn = soft(attn, -1) if soft is not None else torch.softmax(attn, dim=-1)
+        return self._mm_op(torch.matmul, "matmul", (attn, va), {}).to(dt)
 
     def _scaled_mm_op(self, func, args, kwargs):
         names = ("self", "mat2", "scale_a", "scale_b", "bias", "scale_result", "out_dtype",

@@ -353,32 +353,59 @@ def test_einsum_tensordot_multi_dot_equal_the_composition():
     assert torch.equal(md, ref(ref(x[0], y[0]), z))
 
 
-def _sdpa_ref(q, k, v, mask=None, causal=False, scale=None, instr=K16):
-    """The documented math of SDPA with mt.matmul for the two products."""
-    def mm(a, b):
-        out = torch.empty(*a.shape[:-1], b.shape[-1], dtype=torch.float16)
-        for idx in np.ndindex(*a.shape[:-2]):
-            out[idx] = _as(mt.matmul(a[idx].contiguous(), b[idx].contiguous(), instr=instr, pad_k=True))
-        return out
+def _sdpa_ref(q, k, v, mm, mask=None, causal=False, scale=None):
+    """torch's math backend of SDPA (aten _scaled_dot_product_attention_math), with `mm` for
+    the two products: f16/bf16 inputs converted to f32, q and k^T each scaled by sqrt(scale),
+    safe softmax of q k^T + mask in f32, times v, converted back."""
+    dt = q.dtype
+    acc = torch.float32 if dt in (torch.float16, torch.bfloat16) else dt
     L, S = q.shape[-2], k.shape[-2]
-    sf = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    bias = torch.zeros(L, S, dtype=q.dtype)
+    sf = float(np.sqrt(1 / np.sqrt(q.shape[-1]) if scale is None else scale))
+    s = mm(q.to(acc) * sf, k.to(acc).transpose(-2, -1) * sf)
     if causal:
-        bias = bias.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+        mask = torch.ones(L, S, dtype=torch.bool).tril()
     if mask is not None:
-        bias = bias.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else mask + bias
-    s = mm(q, k.transpose(-2, -1)) * sf + bias
-    return mm(torch.softmax(s, dim=-1), v)
+        s = s + (torch.zeros(L, S, dtype=acc).masked_fill(~mask, float("-inf"))
+                 if mask.dtype == torch.bool else mask)
+    return mm(torch._safe_softmax(s, -1), v.to(acc)).to(dt)
 
 
-def test_sdpa_is_its_math_with_emulated_products():
-    q = _f16((1, 2, 5, 16), 40, -2, 1)
-    k = _f16((1, 2, 6, 16), 41, -2, 1)
-    v = _f16((1, 2, 6, 16), 42, -2, 1)
-    bmask = torch.rand(5, 6, generator=torch.Generator().manual_seed(0)) > 0.3
+def _emulated_mm(instr):
+    def mm(a, b):
+        out = torch.empty(*a.shape[:-1], b.shape[-1], dtype=torch.float32)
+        for idx in np.ndindex(*a.shape[:-2]):
+            out[idx] = _as(mt.matmul(a[idx].contiguous(), b[idx].contiguous(), instr=instr,
+                                     pad_k=True), torch.float32)
+        return out
+    return mm
+
+
+def test_sdpa_reference_is_torchs_math_backend():
+    """The oracle above against torch itself (its math backend on the CPU, no mmaformal code)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    g = torch.Generator().manual_seed(3)
+    bmask = torch.rand(5, 6, generator=g) > 0.3
     bmask[:, 0] = True
-    fmask = _f16((5, 6), 43, -2, 0)
-    with torch.no_grad(), mt.emulating(K16, strict=True) as mode:
+    for dt in (torch.float16, torch.bfloat16, torch.float32):
+        q, k, v = (torch.randn(1, 2, n, 16, generator=g).to(dt) for n in (5, 6, 6))
+        fmask = torch.randn(5, 6, generator=g).to(dt if dt == torch.float32 else torch.float32)
+        with sdpa_kernel(SDPBackend.MATH):
+            for kw in ({}, {"is_causal": True, "scale": 0.3}, {"attn_mask": bmask},
+                       {"attn_mask": fmask}):
+                want = F.scaled_dot_product_attention(q, k, v, **kw)
+                got = _sdpa_ref(q, k, v, torch.matmul, mask=kw.get("attn_mask"),
+                                causal=kw.get("is_causal", False), scale=kw.get("scale"))
+                assert torch.equal(got.view(torch.int8), want.view(torch.int8)), (dt, kw)
+
+
+def test_sdpa_is_torchs_math_with_emulated_products():
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(1, 2, n, 16, generator=g) for n in (5, 6, 6))
+    bmask = torch.rand(5, 6, generator=g) > 0.3
+    bmask[:, 0] = True
+    fmask = torch.randn(5, 6, generator=g)
+    mm = _emulated_mm(TF32)
+    with torch.no_grad(), mt.emulating(TF32, strict=True) as mode:
         o1 = F.scaled_dot_product_attention(q, k, v)
         o2 = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)
         o3 = F.scaled_dot_product_attention(q, k, v, attn_mask=bmask)
@@ -386,13 +413,14 @@ def test_sdpa_is_its_math_with_emulated_products():
         with pytest.raises(mt.EmulationError, match="dropout_p must be 0"):
             F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
     assert mode.calls == 8
-    assert torch.equal(o1, _sdpa_ref(q, k, v))
-    assert torch.equal(o2, _sdpa_ref(q, k, v, causal=True, scale=0.3))
-    assert torch.equal(o3, _sdpa_ref(q, k, v, mask=bmask))
-    assert torch.equal(o4, _sdpa_ref(q, k, v, mask=fmask))
-    # strict in another dtype: an error, not a silent native run
-    with torch.no_grad(), mt.emulating(K16, strict=True), pytest.raises(mt.EmulationError, match="got bfloat16"):
-        F.scaled_dot_product_attention(q.bfloat16(), k.bfloat16(), v.bfloat16())
+    assert torch.equal(o1, _sdpa_ref(q, k, v, mm))
+    assert torch.equal(o2, _sdpa_ref(q, k, v, mm, causal=True, scale=0.3))
+    assert torch.equal(o3, _sdpa_ref(q, k, v, mm, mask=bmask))
+    assert torch.equal(o4, _sdpa_ref(q, k, v, mm, mask=fmask))
+    # f16 inputs: torch's math backend multiplies in f32, which an f16 instruction does not
+    # model: strict says so instead of running anything silently
+    with torch.no_grad(), mt.emulating(K16, strict=True), pytest.raises(mt.EmulationError):
+        F.scaled_dot_product_attention(q.half(), k.half(), v.half())
 
 
 def _smm_ref(a, b, sa, sb, rule, bias=None, out_dtype=torch.bfloat16):
