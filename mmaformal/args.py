@@ -46,6 +46,19 @@ def positive_int(text: str) -> int:
     return n
 
 
+def shard(text: str) -> tuple[int, int]:
+    """I/N (0 <= I < N): a share of a list, every N-th item from the I-th (the hardware
+    campaigns' --shard)."""
+    i, sep, n = str(text).partition("/")
+    try:
+        i_, n_ = int(i), int(n)
+    except ValueError:
+        raise _Err(f"expected I/N, got {text!r}") from None
+    if not sep or n_ < 1 or not 0 <= i_ < n_:
+        raise _Err(f"expected I/N with 0 <= I < N, got {text!r}")
+    return i_, n_
+
+
 def seconds(text: str) -> float:
     """A positive, finite number of seconds (zero, negative, nan or inf is a usage error)."""
     try:

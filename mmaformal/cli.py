@@ -562,7 +562,8 @@ _VERBS = {"list": _cmd_list, "simulate": _cmd_simulate, "compare": _cmd_compare,
 _MODULE_VERBS = {"distinguish": "mmaformal.query.distinguish", "prove": "mmaformal.query.prove",
                  "emulate": "mmaformal.emulate", "accuracy": "mmaformal.accuracy",
                  "hw": "mmaformal.hw.cli", "probes": "mmaformal.query.settle",
-                 "infer": "mmaformal.query.infer", "store": "mmaformal.storecli"}
+                 "infer": "mmaformal.query.infer", "store": "mmaformal.storecli",
+                 "calibrate": "mmaformal.calibrate"}
 
 
 def main(argv=None) -> int:

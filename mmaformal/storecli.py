@@ -12,6 +12,11 @@
     mmaformal store recheck [RECORD.json ...] [--no-solve] [-j N] [--timeout S] [--json]
         re-check stored verdicts: every lemma, query and case re-solved (unsat), every lemma
         text hashing to its name; STALE: a record whose theory hashes differ from today's
+    mmaformal store replay [RECORD.json ...] [--backends int,numpy,compiled] [--json]
+        replay counterexample records (default: every record of counterexamples/<kind>/, the
+        store's and the shipped ones) on the concrete back-ends: each run's stored output is
+        computed again and the record's check (differ, asymmetric, decreasing, exceeds) holds
+        (mmaformal.query.cex.replay_record); STALE notes a theory changed since it was written
     mmaformal store unpack PACK DIR
         write the members of a pack (digest-checked) into DIR as files, as they are (a lemma
         pack: its <sha>.smt2 files and index.json)
@@ -23,7 +28,7 @@ by mmaformal.hw.campaigns (or mmaformal.hw.evidence) when the package has it.
 May import: mmaformal.paths, mmaformal.packs, mmaformal.query.store and .proofs (lazily), the
 hardware campaign module (lazily, when present).
 
-Exit codes: 0 all well; 1 a problem found (check, recheck); 2 bad input (a missing record or
+Exit codes: 0 all well; 1 a problem found (check, recheck, replay); 2 bad input (a missing record or
 pack, a damaged pack, a store that cannot be used): one line on stderr, no traceback.
 """
 from __future__ import annotations
@@ -59,10 +64,30 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="solver processes (default: the CPUs available)")
     q.add_argument("--timeout", type=float, default=600, help="seconds per query (default 600)")
     q.add_argument("--json", action="store_true")
+    q = ss.add_parser("replay", help="replay counterexample records on the concrete back-ends")
+    q.add_argument("records", nargs="*", metavar="RECORD.json",
+                   help="counterexample records (default: every record of the store and the "
+                        "shipped ones)")
+    q.add_argument("--backends", default="int,numpy,compiled", type=_backends,
+                   help="comma-separated: int, numpy, compiled (default: all three)")
+    q.add_argument("--json", action="store_true")
     q = ss.add_parser("unpack", help="write the members of a pack into a folder")
     q.add_argument("pack", metavar="PACK", help="a .tar.zst pack with its .sha256 manifest")
     q.add_argument("dir", metavar="DIR", help="the folder to write into (created if missing)")
     return p
+
+
+#: the concrete back-ends `store replay` can run a record on (mmaformal.query.model.BACKENDS)
+REPLAY_BACKENDS = ("int", "numpy", "compiled")
+
+
+def _backends(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(","))
+    bad = [x for x in names if x not in REPLAY_BACKENDS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown back-end {bad[0]!r}; expected a comma-separated "
+                                         f"list of {', '.join(REPLAY_BACKENDS)}")
+    return names
 
 
 def _hw():
@@ -191,6 +216,40 @@ def _recheck(args) -> int:
     return 1 if bad else 0
 
 
+def _replay(args) -> int:
+    from .query import cex
+    if args.records:
+        recs = []
+        for r in args.records:
+            p = Path(r)
+            try:
+                rec = json.loads(p.read_text())
+            except OSError as e:
+                raise ValueError(f"store replay: {r}: cannot read it ({e.strerror or e})") from None
+            except ValueError:
+                raise ValueError(f"store replay: {r}: not a JSON record") from None
+            if not isinstance(rec, dict) or not {"kind", "runs", "models", "check"} <= set(rec):
+                raise ValueError(f"store replay: {r}: not a counterexample record (kind, runs, "
+                                 f"models, check)")
+            recs.append((p, rec))
+    else:
+        recs = cex.read_all()
+    rows = []
+    for path, rec in recs:
+        problems = cex.replay_record(rec, args.backends)
+        rows.append({"record": str(path), "status": "FAIL" if problems else "ok",
+                     "problems": problems, "stale": cex.stale(rec)})
+    bad = sum(r["status"] != "ok" for r in rows)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            note = f" (theories changed since: {', '.join(r['stale'])})" if r["stale"] else ""
+            print(f"{r['status']:<4} {r['record']}{note}" + "".join(f"\n     {x}" for x in r["problems"]))
+        print(f"store replay: {len(rows) - bad} of {len(rows)} records replay")
+    return 1 if bad else 0
+
+
 def _unpack(args) -> int:
     pack = Path(args.pack)
     if not pack.name.endswith(packs.SUFFIX):
@@ -211,4 +270,5 @@ def _unpack(args) -> int:
 
 
 def run(args) -> int:
-    return {"pack": _pack, "check": _check, "recheck": _recheck, "unpack": _unpack}[args.store_verb](args)
+    return {"pack": _pack, "check": _check, "recheck": _recheck, "replay": _replay,
+            "unpack": _unpack}[args.store_verb](args)

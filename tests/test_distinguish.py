@@ -12,6 +12,7 @@ import pytest
 
 from mmaformal import fp
 from mmaformal.bits import INT
+from mmaformal.cli import main
 from mmaformal.query import distinguish as D
 from mmaformal.query import search as S
 
@@ -22,7 +23,7 @@ H90 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
 def cli(capsys, *argv):
     # --raw: these tests are about the search and the verb, not about readable witnesses
     # (tests/test_minimize.py); minimizing would add seconds to each
-    rc = D.main(["distinguish", *argv, "--raw"])
+    rc = main(["distinguish", *argv, "--raw"])
     out, err = capsys.readouterr()
     return rc, out, err
 

@@ -1,7 +1,7 @@
 """Replay the dense sm90 batch of the H100 (2026-11-25), no GPU.
 
 The 499 dense sm90 forms that had no clean campaign (372 wgmma, 112 integer wgmma, 15 mma) ran
-in two device calls of ``python3 -m mmaformal.hw.wgmma_sp --names FILE`` (validate-style
+in two device calls of ``mmaformal hw wgmma-sp --names FILE`` (validate-style
 records): the campaigns 2026-11-25-h100-dense (484 wgmma forms; the 15 mma forms of that call
 failed in the harness and wrote no record) and 2026-11-25-h100-dense-mma (the 15 mma forms),
 packs in counterexamples/hw/ read through mmaformal.hw.campaigns. Checked here: each form has

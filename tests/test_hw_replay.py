@@ -155,7 +155,7 @@ def test_sparse_dropped_positions_probe():
 def test_sparse_digest_verdicts_current():
     """The full 10^7 digest replays (digest-replay.json) were made with today's primary theory:
     a changed theory makes the verdict stale and this test fails until it is replayed again
-    (python3 -m mmaformal.hw.record --replay ... --primary-only)."""
+    (mmaformal hw record --replay ... --primary-only)."""
     v = SPARSE.json("digest-replay.json")["verdicts"]
     names = {r.data["instruction"] for r in SPARSE_RECORDS}
     assert set(v) <= names and len(v) >= 55

@@ -299,7 +299,8 @@ def test_runner_run_dense_a_and_integer_campaign(fake_gpu, tmp_path):
     # the same through the command line (the record as written)
     import json
     rec = tmp_path / "sm90_wgmma.sp.m64n16k64.s32.u8.s8.json"
-    assert wgmma_sp.main(["--out", str(tmp_path / "rp"), "--replay", str(rec)]) == 0
+    from mmaformal import cli
+    assert cli.main(["hw", "wgmma-sp", "--out", str(tmp_path / "rp"), "--replay", str(rec)]) == 0
     v = json.loads((tmp_path / "rp" / "digest-replay.json").read_text())["verdicts"][name]
     assert v["all_equal"] and len(v["classes_equal"]) == 10
 
@@ -448,7 +449,7 @@ def test_digest_verdicts_current(d):
     """Every sparse record of both device calls was replayed in full (10^7 inputs regenerated
     from its seed, the primary theory's D hashed per class: digest-replay.json) with today's
     primary theory: a changed theory makes the verdict stale and this fails until it is
-    replayed again (python3 -m mmaformal.hw.wgmma_sp --out DIR --replay REC...)."""
+    replayed again (mmaformal hw wgmma-sp --out DIR --replay REC...)."""
     v = d.json("digest-replay.json")["verdicts"]
     names = {p.data["instruction"] for p in d.records("sm90_wgmma.sp.*.json")}
     assert set(v) == names and len(v) in (304, 224)

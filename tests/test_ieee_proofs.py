@@ -22,7 +22,7 @@ from mmaformal.query.store import read_proofs, sha256
 CLAIMS = [f"{op}-{f}-{m}" for f in ("f16", "bf16") for op in ieee.OPS for m in ieee.MODES]
 #: Claims whose proof has not been obtained yet (none now). strict: storing a pending proof
 #: makes its tests fail until it is taken off this set. The f16 fma claims are proved by cases:
-#: python3 -m mmaformal.query.ieee --formats f16 --ops fma --split --missing --save
+#: mmaformal prove ieee --formats f16 --ops fma --split --missing --save
 PENDING: set[str] = set()
 
 
@@ -34,7 +34,7 @@ def _records():
     reason="proof pending (see PENDING)", strict=True)) if c in PENDING else c for c in CLAIMS])
 def test_proof_stored_and_current(name):
     recs = _records()
-    assert name in recs, f"no stored proof for {name}: run python3 -m mmaformal.query.ieee --save"
+    assert name in recs, f"no stored proof for {name}: run mmaformal prove ieee --save"
     path, rec = recs[name]
     assert rec["verdict"] == "proved" and rec["twin"]["verdict"] == "refuted"
     q = (Path(path).parent / rec["query"]).read_text()
@@ -42,7 +42,7 @@ def test_proof_stored_and_current(name):
     op, f, mode = name.split("-")
     assert sha256(ieee.query(op, f, mode)) == rec["query_sha256"], (
         f"{name} is stale: the definitions changed since it was proved; re-run "
-        "python3 -m mmaformal.query.ieee --missing --save")
+        "mmaformal prove ieee --missing --save")
 
 
 def _split_records():

@@ -215,20 +215,20 @@ def test_version_lists_package_and_solvers(monkeypatch):
 
 
 def test_hw_validate_records_into_the_store_by_default(tmp_path, monkeypatch):
-    """No GPU here: the runner says one is there and validate.main is replaced by a recorder, so
-    this checks where `hw validate` without --out sends its records."""
+    """No GPU here: the runner says one is there and validate.campaigns is replaced by a
+    recorder, so this checks where `hw validate` without --out sends its records."""
     from mmaformal import cli
     from mmaformal.hw import runner, validate
     seen = []
     monkeypatch.setattr(runner, "available", lambda: (True, ""))
-    monkeypatch.setattr(validate, "main", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setattr(validate, "campaigns", lambda names, a: seen.append((names, a.out)) or 0)
     monkeypatch.setenv(ENV, str(tmp_path))
     assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--tests", "8"]) == 0
-    out = Path(seen[0][seen[0].index("--out") + 1])
+    out = Path(seen[0][1])
     assert out.parent == tmp_path.resolve() / "counterexamples" / "hw"
     assert out.name.endswith("-validate")
     assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32", "--out", "x"]) == 0
-    assert seen[1][seen[1].index("--out") + 1] == "x"
+    assert str(seen[1][1]) == "x"
     monkeypatch.setattr(runner, "available", lambda: (False, "no CuPy"))
     assert cli.main(["hw", "validate", "sm90/mma.m16n8k16.f32.f16.f16.f32"]) == 2
     assert len(seen) == 2 and not list((tmp_path / "counterexamples").glob("hw/*"))

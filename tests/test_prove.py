@@ -8,6 +8,7 @@ import json
 import pytest
 
 from mmaformal.bits import INT
+from mmaformal.cli import main
 from mmaformal.query import decompose as X
 from mmaformal.query import distinguish as D
 from mmaformal.query import prove as P
@@ -21,7 +22,7 @@ FAST = ("int", "numpy")
 
 
 def cli(capsys, *argv):
-    rc = P.main(["prove", *argv])
+    rc = main(["prove", *argv])
     out, err = capsys.readouterr()
     return rc, out, err
 

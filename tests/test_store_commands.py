@@ -31,11 +31,20 @@ def test_proof_record_checks_and_fails_when_edited(tmp_path, capsys):
 
 
 def test_counterexample_replays_and_fails_when_edited(tmp_path, capsys):
-    assert cex.main([str(CEX), "--backends", "int,numpy"]) == 0
+    assert cli.main(["store", "replay", str(CEX), "--backends", "int,numpy"]) == 0
+    assert "1 of 1 records replay" in capsys.readouterr().out
     rec = json.loads(CEX.read_text())
     out = int(rec["runs"][1]["output"], 16)
     rec["runs"][1]["output"] = f"0x{out ^ 1:08X}"
     (tmp_path / CEX.name).write_text(json.dumps(rec))
-    assert cex.main([str(tmp_path / CEX.name), "--backends", "int"]) == 1
+    assert cli.main(["store", "replay", str(tmp_path / CEX.name), "--backends", "int"]) == 1
     assert "FAIL" in capsys.readouterr().out
-    assert cex.main([str(tmp_path / "missing.json")]) == 2
+    assert cli.main(["store", "replay", str(tmp_path / CEX.name), "--backends", "int", "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["status"] == "FAIL" and rows[0]["problems"]
+    for argv in (["store", "replay", str(tmp_path / "missing.json")],
+                 ["store", "replay", str(PROOF)],                    # a proof, not a counterexample
+                 ["store", "replay", str(CEX), "--backends", "int,gpu"]):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("mmaformal") and "Traceback" not in err

@@ -32,7 +32,7 @@ from mmaformal.query.store import record_parts, record_problems, sha256
 PROOFS = paths.shipped("proofs")
 
 CLAIM_GROUPS = ("symmetry", "equiv", "unobservable", "monotonic", "bound")
-REFRESH = "python3 -m mmaformal.query.prove prove symmetry --set nvidia-tfdpa --save (or the claim's own command)"
+REFRESH = "mmaformal prove symmetry --set nvidia-tfdpa --save (or the claim's own command)"
 
 
 def _proofs():

@@ -6,7 +6,8 @@ lazily), :mod:`.check` (``layout_selfcheck()``: the exact-integer self-check, an
 layout probe, beside the runner: it runs tiles through it),
 :mod:`.sass` (cubin -> ``cuobjdump -sass`` mnemonics), :mod:`.selfcheck_all` (the batch
 validation run on a device; results in SASS.md), :mod:`.campaigns` (the recorded campaigns of
-counterexamples/hw, packed or loose: the one reader of the hardware evidence).
+counterexamples/hw, packed or loose: the one reader of the hardware evidence). The command line:
+:mod:`.cli` (``mmaformal hw run|validate|record|wgmma-sp|selfcheck|sass|zero-probes``).
 
 May import: numpy at import time; cupy only inside functions. Invariant: operands and results are
 unsigned-integer bit patterns; nothing goes through host floats.

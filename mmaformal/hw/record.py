@@ -15,6 +15,10 @@ depth K/2 (so "cancel" cancels over the terms the instruction multiplies), the o
 drawn from the same class too (Inf/NaN there shows whether the hardware multiplies dropped
 positions by zero).
 
+Command line (options defined here, `add_parser`): ``mmaformal hw record INSTR... |
+--sparse-preset --out DIR [--probe]`` on the GPU, ``mmaformal hw record --replay REC... --out
+DIR [--primary-only]`` on the CPU.
+
 May import: numpy, mmaformal.classes, mmaformal.hw.kernels / sparse / runner (GPU side only in
 :func:`record`), mmaformal.hw.campaigns (the records to replay). Invariant: the digest is of
 the raw D bits exactly as returned.
@@ -24,7 +28,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -212,38 +215,55 @@ def dropped_probe(name: str) -> dict:
     return out
 
 
-def main(argv=None) -> int:
+def add_parser(subparsers):
+    """`mmaformal hw record` (subparsers: the hw sub-verbs)."""
     import argparse
-    import sys
-    p = argparse.ArgumentParser(description="digest-recorded GPU campaigns (no simulator)")
-    p.add_argument("instructions", nargs="*")
+    from ..args import positive_int, shard
+    p = subparsers.add_parser("record", help="GPU campaigns recorded by digest (no simulator); "
+                              "--replay decides them on the CPU",
+                              description="Hardware campaigns recorded by digest: generated "
+                              "inputs, a SHA-256 digest of the GPU's D per class, the first "
+                              "tiles kept whole; --replay regenerates the inputs on any machine "
+                              "and compares a theory's digests.")
+    p.add_argument("instructions", nargs="*", metavar="INSTR")
     p.add_argument("--sparse-preset", action="store_true", help="every covered mma.sp form")
-    p.add_argument("--tests", type=int, default=10_000_000)
+    p.add_argument("--tests", type=positive_int, default=10_000_000, metavar="N")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--tar", type=Path)
-    p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
-    p.add_argument("--keep-tiles", type=int, default=32)
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument("--tar", type=Path, metavar="FILE.tgz", help="after each instruction, pack "
+                   "--out into this .tgz")
+    p.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
+                   help="run every N-th instruction (or record) from the I-th")
+    p.add_argument("--keep-tiles", type=positive_int, default=32, metavar="T",
+                   help="tiles of each class kept whole")
     p.add_argument("--probe", action="store_true", help="only the dropped-position probe")
-    p.add_argument("--replay", nargs="*", type=Path, help="digest records to replay on the CPU "
-                   "(record files, or campaigns: a folder or pack of counterexamples/hw)")
+    p.add_argument("--replay", nargs="*", type=Path, metavar="REC", help="digest records to "
+                   "replay on the CPU (record files, or campaigns: a folder or pack of "
+                   "counterexamples/hw); the verdicts go to --out")
     p.add_argument("--primary-only", action="store_true", help="replay: the primary theory only")
-    a = p.parse_args(argv)
+    return p
+
+
+def run(a) -> int:
+    """Record (on the GPU: no usable GPU is one line, exit 2) or --replay (on the CPU)."""
     if a.replay:
         from .campaigns import records_at
-        si, sn = (int(x) for x in a.shard.split("/"))
+        si, sn = a.shard
         try:
             recs = [r for p in sorted(a.replay) for r in records_at(p)]
         except ValueError as e:
-            print(f"mmaformal.hw.record: {e}", file=sys.stderr)
-            return 2
+            raise ValueError(f"hw record --replay: {e}") from None
         replay_dir(recs[si::sn], a.out, a.primary_only)
         return 0
     names = list(a.instructions)
     if a.sparse_preset:
         names += [f"sm90/{q}" for q in kernels.SPARSE_MMA_FORMS]
-    si, sn = (int(x) for x in a.shard.split("/"))
+    if not names:
+        raise ValueError("hw record: name instructions, --sparse-preset or --replay REC...")
+    si, sn = a.shard
     names = names[si::sn]
+    from . import runner
+    runner.need_gpu()
     rc = 0
     if a.probe:
         probes = {}
@@ -270,8 +290,3 @@ def main(argv=None) -> int:
             with tarfile.open(a.tar, "w:gz") as tf:
                 tf.add(a.out, arcname=Path(a.out).name)
     return rc
-
-
-if __name__ == "__main__":
-    import sys
-    sys.exit(main())

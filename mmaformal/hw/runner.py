@@ -37,7 +37,7 @@ from . import kernels
 from .kernels import KERNEL_NAME, spec as _spec
 
 __all__ = [
-    "HardwareUnavailable",
+    "HardwareUnavailable", "need_gpu",
     "available",
     "run",
     "run_images",
@@ -141,6 +141,15 @@ def available() -> tuple[bool, str]:
     except HardwareUnavailable as e:
         return False, str(e)
     return True, f"{name} (sm_90a), CuPy {cp.__version__}, compiler {_backend()}"
+
+
+def need_gpu() -> str:
+    """For the verbs that need the GPU: the device description when run() can work here, else
+    ValueError "no usable GPU: <why>" (one line; the command line's exit 2)."""
+    ok, why = available()
+    if not ok:
+        raise ValueError(f"no usable GPU: {why}")
+    return why
 
 
 # ---------------------------------------------------------------------------------------------

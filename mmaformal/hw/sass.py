@@ -6,6 +6,9 @@ instruction with nvcc to an sm_90a cubin (``-gencode=arch=compute_90a,code=sm_90
 needed) and returns the ``cuobjdump -sass`` text and the list of MMA mnemonics in it (HMMA,
 HGMMA, QGMMA, DMMA, IMMA..., with their modifiers), in program order.
 
+Command line: ``mmaformal hw sass [--full] [INSTR ...]`` (its options are defined here,
+`add_parser`; mmaformal.hw.cli registers it). No nvcc or cuobjdump: one line, exit 2.
+
 May import: :mod:`mmaformal.hw.runner` (for the compiler and cache), standard library.
 Invariant: reads compiler output only; runs nothing on a GPU.
 """
@@ -19,7 +22,7 @@ import subprocess
 
 from .runner import HardwareUnavailable, compile_cubin, nvcc_path
 
-__all__ = ["cuobjdump_path", "sass", "mma_mnemonics"]
+__all__ = ["cuobjdump_path", "sass", "mma_mnemonics", "add_parser", "run"]
 
 # an instruction line of cuobjdump -sass: /*0120*/  [@P0] OPCODE.MODS operands ;
 _INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
@@ -60,26 +63,24 @@ def sass(name: str) -> tuple[str, list[str]]:
     return r.stdout, mma_mnemonics(r.stdout)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python3 -m mmaformal.hw.sass [--full] [NAME ...]``: MMA mnemonics (or full SASS)."""
-    import argparse  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
-    from .kernels import instructions  # noqa: PLC0415
-
-    ap = argparse.ArgumentParser(prog="python3 -m mmaformal.hw.sass")
-    ap.add_argument("names", nargs="*", help="instructions (default: all covered, N = 8, 256)")
+def add_parser(subparsers):
+    """`mmaformal hw sass` (subparsers: the hw sub-verbs)."""
+    ap = subparsers.add_parser("sass", help="the SASS MMA mnemonics (or whole SASS) of harness "
+                               "kernels (nvcc and cuobjdump; no GPU needed)",
+                               description=__doc__.split("\n\n")[0])
+    ap.add_argument("names", nargs="*", metavar="INSTR",
+                    help="instructions (default: all covered, N = 8, 256)")
     ap.add_argument("--full", action="store_true", help="print the whole cuobjdump -sass text")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def run(args) -> int:
+    """MMA mnemonics (or the full SASS) of each kernel, one line (or block) each."""
+    from .kernels import instructions  # noqa: PLC0415
     try:
         for name in args.names or instructions((8, 256)):
             text, mn = sass(name)
-            print(f"===== {name}\n{text}" if args.full else f"{name}\t{' '.join(mn)}")
-    except (HardwareUnavailable, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+            print(f"===== {name}\n{text}" if args.full else f"{name}\t{' '.join(mn)}", flush=True)
+    except HardwareUnavailable as e:
+        raise ValueError(f"hw sass: {e}") from None
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,8 @@
-"""Batch validation of the Hopper harness on a real GPU: ``python3 -m mmaformal.hw.selfcheck_all``.
+"""Batch validation of the Hopper harness on a real GPU: ``mmaformal hw selfcheck``.
 
-(layer 5 front end, ``hw``). One command that a device session runs: compiles every covered
+(layer 5 front end, ``hw``; the verb's options are defined here, `add_parser`, and
+mmaformal.hw.cli registers it; no usable GPU: one line, exit 2). One command that a device
+session runs: compiles every covered
 kernel for sm_90a, runs the exact small-integer layout self-check of each, runs the one-hot
 layout probe (all mma forms and the small-N wgmma forms, and every form that fails), dumps the
 SASS MMA mnemonics, times 10^7 dot products through ``run()`` for a few instructions, and writes
@@ -18,7 +20,6 @@ import datetime as _dt
 import json
 import os
 import subprocess
-import sys
 import time
 import traceback
 from collections import Counter
@@ -64,19 +65,49 @@ def _speed(name: str, dots: int, seed: int = 1) -> dict:
             "run_s": round(t3 - t2, 3), "dots_per_s": float(T * s.m * s.n / (t3 - t2))}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m mmaformal.hw.selfcheck_all")
-    ap.add_argument("--out", default=os.environ.get("OUT", "."))
-    ap.add_argument("--n", default="8,24,128,256", help="wgmma N values")
+def _ns(text: str) -> tuple[int, ...]:
+    try:
+        ns = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated N values, got {text!r}") from None
+    if not ns or any(not (8 <= n <= 256 and n % 8 == 0) for n in ns):
+        raise argparse.ArgumentTypeError(f"wgmma N values are 8..256 in steps of 8, got {text!r}")
+    return ns
+
+
+def _regex(text: str) -> str:
+    import re  # noqa: PLC0415
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({e})") from None
+    return text
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """`mmaformal hw selfcheck` (subparsers: the hw sub-verbs)."""
+    from ..args import positive_int  # noqa: PLC0415
+    ap = subparsers.add_parser("selfcheck", help="compile, self-check, probe, disassemble and "
+                               "time every harness kernel on the GPU",
+                               description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), metavar="DIR",
+                    help="where the results go (default: $OUT, else .)")
+    ap.add_argument("--n", type=_ns, default=(8, 24, 128, 256), metavar="N,N,..",
+                    help="wgmma N values (default 8,24,128,256)")
     ap.add_argument("--probe-max-n", type=int, default=24,
                     help="probe passing wgmma forms up to this N (failing ones always)")
-    ap.add_argument("--speed-dots", type=int, default=10_000_000)
+    ap.add_argument("--speed-dots", type=positive_int, default=10_000_000)
     ap.add_argument("--no-speed", action="store_true")
-    ap.add_argument("--match", default="", help="only instructions matching this regex")
-    args = ap.parse_args(argv)
+    ap.add_argument("--match", default="", type=_regex, help="only instructions matching this regex")
+    return ap
+
+
+def run(args) -> int:
+    """The batch self-check; the GPU is required (one line, exit 2 without it)."""
+    runner.need_gpu()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ns = tuple(int(x) for x in args.n.split(","))
+    ns = args.n
     names = kernels.instructions(ns)
     if args.match:
         import re  # noqa: PLC0415
@@ -200,7 +231,3 @@ def main(argv: list[str] | None = None) -> int:
     n_fail = sum(1 for r in rows if r.get("selfcheck") is False)
     print(f"\n{len(rows)} instructions, {n_fail} self-check failures", flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,14 @@
 """Validation campaigns: random dot products of the CLFP classes on the GPU and in `simulate`,
 compared bit for bit (NaN bits and signed zeros included). Layer 5 front end (hw).
 
-    python3 -m mmaformal.hw.validate INSTR [INSTR ...] --tests N [--classes a,b] [--seed S]
-                                     [--out DIR] [--sample K]
+    mmaformal hw validate INSTR... | --preset P [--tests N] [--classes a,b] [--seed S]
+                          [--out DIR] [--sample K] [--workers W] [--shard I/N] [--fast-c]
+                          [--tar FILE.tgz]
+
+(the verb's options are defined here, `add_parser`; mmaformal.hw.cli registers it and runs
+`prepare`, then the campaigns). No usable
+GPU: one line, exit 2, before anything is written. Without --out the campaign is recorded in
+the store's counterexamples/hw/<UTC date and time>-validate/ (mmaformal.paths).
 
 For each instruction: the layout self-check runs first (a failure stops the campaign); then
 for each input class, tiles are generated (mmaformal.classes), run on the GPU
@@ -30,8 +36,9 @@ import numpy as np
 
 from .. import classes as C
 from .. import isa
+from ..args import positive_int, shard
 
-__all__ = ["campaign", "main"]
+__all__ = ["campaign", "campaigns", "add_parser", "prepare", "supported", "PRESETS"]
 
 _DT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -214,32 +221,79 @@ def campaign(name: str, tests: int, klasses=C.CLASSES, seed: int = 0, out_dir: P
     return res
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Validate instructions on the GPU against their theories.")
-    p.add_argument("instructions", nargs="*")
+def supported(name: str) -> str:
+    """The catalog name of an instruction this harness runs (sm90), else ValueError (one line)."""
+    ins = isa.lookup(name)
+    if ins.arch != "sm90":
+        raise ValueError(f"{ins.name} needs an {ins.arch} GPU; this harness runs sm90 (Hopper) instructions")
+    return ins.name
+
+
+def _classes(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",")]
+    for x in names:
+        if x not in C.CLASSES:
+            raise argparse.ArgumentTypeError(f"unknown input class {x!r}; expected a comma-"
+                                             f"separated list of {', '.join(C.CLASSES)}")
+    return names
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """`mmaformal hw validate` (subparsers: the hw sub-verbs)."""
+    p = subparsers.add_parser("validate", help="random CLFP-class tests on the GPU against the theories",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("instr", nargs="*", metavar="INSTR", help="sm90 instructions")
     p.add_argument("--preset", choices=sorted(PRESETS), action="append", default=[],
                    help="a named instruction set (repeatable)")
-    p.add_argument("--tar", type=Path, help="after each instruction, pack --out into this .tgz")
-    p.add_argument("--tests", type=int, default=1_000_000)
-    p.add_argument("--classes", default=",".join(C.CLASSES))
+    p.add_argument("--tests", type=positive_int, default=1_000_000, metavar="N",
+                   help="dot products per instruction, spread over the classes")
+    p.add_argument("--classes", type=_classes, default=None,
+                   help=f"comma-separated input classes (default: all: {','.join(C.CLASSES)})")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path)
-    p.add_argument("--sample", type=int, default=512)
-    p.add_argument("--workers", type=int, default=0)
-    p.add_argument("--shard", default="0/1", help="I/N: run every N-th instruction from the I-th")
+    p.add_argument("--out", type=Path, help="where to record the campaign (default: the "
+                   "store's counterexamples/hw/<UTC date and time>-validate/; see --store)")
+    p.add_argument("--sample", type=positive_int, default=512, metavar="K",
+                   help="dot products of each class kept whole (inputs and hardware outputs)")
+    p.add_argument("--workers", type=int, default=0, metavar="W",
+                   help="simulate threads (default 0: the CPUs, at most 16)")
+    p.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
+                   help="run every N-th instruction from the I-th")
     p.add_argument("--fast-c", action="store_true", help="T*M accumulators placed at random "
                    "(see _tiles); needed for K = 128/256 integer forms within a device session")
-    a = p.parse_args(argv)
-    rc = 0
-    names = list(a.instructions) + [n for p_ in a.preset for n in PRESETS[p_]]
-    si, sn = (int(x) for x in a.shard.split("/"))
+    p.add_argument("--tar", type=Path, metavar="FILE.tgz",
+                   help="after each instruction, pack --out into this .tgz")
+    return p
+
+
+def prepare(args) -> list[str]:
+    """The instructions `mmaformal hw validate` runs (named, presets, --shard), once the options
+    are checked and a GPU is found; --out defaulted to the store's
+    counterexamples/hw/<UTC date and time>-validate/. Sparse wgmma forms among them have their own
+    campaign (mmaformal.hw.cli sends them to wgmma_sp.campaign, the others to `campaigns`)."""
+    from . import runner
+    names = [supported(n) for n in args.instr] + [n for p in args.preset for n in PRESETS[p]]
+    si, sn = args.shard
     names = names[si::sn]
     if not names:
-        p.error("name instructions or a --preset")
+        raise ValueError("hw validate: name instructions or --preset")
+    if args.workers < 0:
+        raise ValueError(f"hw validate: --workers {args.workers}: give 0 (the CPUs) or a count")
+    runner.need_gpu()
+    if not args.out:
+        from .. import paths
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d-%H%M%S")
+        args.out = paths.store("counterexamples") / "hw" / f"{stamp}-validate"
+    return names
+
+
+def campaigns(names: list[str], a) -> int:
+    """`campaign` of each dense instruction with the verb's options `a`, one table row each."""
+    rc = 0
+    klasses = a.classes or list(C.CLASSES)
     print(f"{'instruction':44s} {'tests':>11s} {'mismatch':>9s} {'gpu dots/s':>12s} {'sim dots/s':>12s}")
     for name in names:
         try:
-            r = campaign(name, a.tests, a.classes.split(","), a.seed, a.out, a.sample,
+            r = campaign(name, a.tests, klasses, a.seed, a.out, a.sample,
                          workers=a.workers, fast_c=a.fast_c)
         except Exception as e:  # keep going: one broken instruction must not hide the others
             print(f"{name:44s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
@@ -259,7 +313,3 @@ def main(argv=None) -> int:
             with tarfile.open(a.tar, "w:gz") as tf:
                 tf.add(a.out, arcname=Path(a.out).name)
     return rc
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -50,7 +50,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -589,8 +588,8 @@ def replay_sample(name: str, z, klass: str, theory=None) -> tuple[np.ndarray, np
 
 
 # ---------------------------------------------------------------------------------------------
-# Device batch: python3 -m mmaformal.hw.wgmma_sp --out DIR [--tests N] [--workers W]
-# CPU replay:   python3 -m mmaformal.hw.wgmma_sp --out DIR --replay REC.json ...
+# Device batch: mmaformal hw wgmma-sp --out DIR [--tests N] [--workers W] [--names FILE]
+# CPU replay:   mmaformal hw wgmma-sp --out DIR --replay REC.json ...
 # ---------------------------------------------------------------------------------------------
 
 #: the A formats whose metadata layout is probed once (a map per A format)
@@ -632,28 +631,50 @@ def _worker(args):
         return {"instruction": name, "error": f"{type(e).__name__}: {str(e)[:400]}"}
 
 
-def main(argv=None) -> int:
-    import argparse
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as e:
+        import argparse
+        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({e})") from None
+    return text
+
+
+def add_parser(subparsers):
+    """`mmaformal hw wgmma-sp` (subparsers: the hw sub-verbs)."""
+    from ..args import positive_int, seconds
+    p = subparsers.add_parser(
+        "wgmma-sp", help="the sparse wgmma device batch: metadata probes, self-checks and "
+        "campaigns (or --names: dense sm90 forms); --replay decides records on the CPU",
+        description="Device batch of the sparse warpgroup MMA forms: compile every kernel, probe "
+        "the metadata layout of each A format, self-check, then run the campaigns (most "
+        "important first, in worker processes, until --budget). --replay REC... replays digest "
+        "records on the CPU instead (no GPU); --compile-only needs nvcc only.")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument("--tests", type=positive_int, default=10_000_000, metavar="N")
+    p.add_argument("--seed", type=int, default=16)
+    p.add_argument("--workers", type=positive_int, default=15, metavar="W")
+    p.add_argument("--budget", type=seconds, default=480.0, metavar="S", help="seconds after "
+                   "which no new campaign starts")
+    p.add_argument("--match", default="", type=_regex, help="only forms matching this regex")
+    p.add_argument("--tar", type=Path, metavar="FILE.tgz")
+    p.add_argument("--names", type=Path, metavar="FILE", help="a file of dense sm90 forms (wgmma, "
+                   "mma, wmma; one per line) to run instead of the sparse forms and the integer "
+                   "N = 240/256 ones")
+    p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--replay", nargs="*", type=Path, metavar="REC", help="records to replay by "
+                   "digest on the CPU (primary theory; record files, or campaigns: a folder or "
+                   "pack of counterexamples/hw); the verdicts go to --out/digest-replay.json")
+    return p
+
+
+def batch(a) -> int:
+    """`mmaformal hw wgmma-sp` (`add_parser`'s options; `run` is the sparse wgmma runner): the
+    device batch (GPU required, one line and exit 2 without it) or --replay (CPU)."""
     import multiprocessing as mp
     import tarfile
     from concurrent.futures import ThreadPoolExecutor
     from . import runner
-    p = argparse.ArgumentParser(prog="python3 -m mmaformal.hw.wgmma_sp")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--tests", type=int, default=10_000_000)
-    p.add_argument("--seed", type=int, default=16)
-    p.add_argument("--workers", type=int, default=15)
-    p.add_argument("--budget", type=float, default=480.0, help="seconds after which no new "
-                   "campaign starts")
-    p.add_argument("--match", default="", help="only forms matching this regex")
-    p.add_argument("--tar", type=Path)
-    p.add_argument("--names", type=Path, help="a file of dense sm90 forms (wgmma, mma, wmma; one per "
-                   "line) to run instead of the sparse forms and the integer N = 240/256 ones")
-    p.add_argument("--compile-only", action="store_true")
-    p.add_argument("--replay", nargs="*", type=Path, help="records to replay by digest on the "
-                   "CPU (primary theory; record files, or campaigns: a folder or pack of "
-                   "counterexamples/hw); the verdicts go to --out/digest-replay.json")
-    a = p.parse_args(argv)
     t_start = time.time()
     if a.replay:
         from .. import theory as _theory
@@ -662,8 +683,7 @@ def main(argv=None) -> int:
         try:
             recs = [r.data for path in a.replay for r in records_at(path)]
         except ValueError as e:
-            print(f"mmaformal.hw.wgmma_sp: {e}", file=sys.stderr)
-            return 2
+            raise ValueError(f"hw wgmma-sp --replay: {e}") from None
         for rec in recs:
             th = _theory.resolve(rec["instruction"])
             v = replay_digest(rec)
@@ -673,6 +693,17 @@ def main(argv=None) -> int:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "digest-replay.json").write_text(json.dumps({"verdicts": verdicts}, indent=1))
         return 0
+    if a.compile_only:
+        if runner.nvcc_path() is None:
+            raise ValueError("hw wgmma-sp --compile-only: nvcc not found (set MMAFORMAL_NVCC or "
+                             "CUDA_HOME)")
+    else:
+        runner.need_gpu()
+    if a.names:
+        try:
+            listed = [n.strip() for n in a.names.read_text().splitlines() if n.strip()]
+        except OSError as e:
+            raise ValueError(f"hw wgmma-sp --names {a.names}: cannot read it ({e.strerror or e})") from None
     a.out.mkdir(parents=True, exist_ok=True)
     sp_names = [n for n in names() if re.search(a.match, n)]
     dense = [f"sm90/wgmma.m64n{n}k32{sat}.s32.{x}.{y}" for n in (240, 256)
@@ -680,7 +711,7 @@ def main(argv=None) -> int:
     dense = [n for n in dense if re.search(a.match, n)]
     if a.names:
         sp_names = []
-        dense = [n.strip() for n in a.names.read_text().splitlines() if n.strip()]
+        dense = listed
         dense.sort(key=lambda n: -int((re.search(r"m64n(\d+)k", n) or re.search(r"(\d)", "0")).group(1)))
     info = {"date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     # 1. compile every kernel (sp-sel 0; the probe forms also with sp-sel 1)
@@ -755,7 +786,3 @@ def main(argv=None) -> int:
           f"{sum('error' in r for r in results)} errors, "
           f"{sum('skipped' in r for r in results)} skipped; {info['wall_s']} s", flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,7 @@ sum truncates p1 at 2^(e_max - F); scanning j shows where the truncation point l
 e_max, hence the exponent a zero c takes. For f16 output, p0 sits on a rounding tie so that the
 vanishing of p1 is visible after RNE-FP16.
 
-    python3 -m mmaformal.hw.zero_probes --out probes.npz     (make the tiles, CPU only)
+    mmaformal hw zero-probes --out probes.npz     (make the tiles, CPU only)
 
 Each probe is one tile with the probe in row 0 / column 0 and zeros elsewhere; the file holds,
 per instruction, A, B, C and the j of each probe. May import numpy, mmaformal.classes, isa.
@@ -52,17 +52,24 @@ def tiles(name: str):
     return A, B, C, np.array(js)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True)
-    a = p.parse_args(argv)
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """`mmaformal hw zero-probes` (subparsers: the hw sub-verbs)."""
+    from ..args import out_file
+    p = subparsers.add_parser("zero-probes", help="the zero-exponent probe tiles of the recorded "
+                              "H200 scan (CPU only)", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, type=out_file, metavar="FILE.npz",
+                   help="where to write the tiles (.npz appended when missing; its folder must "
+                        "exist)")
+    return p
+
+
+def run(a) -> int:
+    """Write the tiles: per instruction of PLANS, A, B, C and the j of each probe."""
     arrays = {}
     for name in PLANS:
         A, B, C, js = tiles(name)
         arrays.update({f"{name}|a": A, f"{name}|b": B, f"{name}|c": C, f"{name}|j": js})
     np.savez_compressed(a.out, **arrays)
+    out = a.out if str(a.out).endswith(".npz") else f"{a.out}.npz"
+    print(f"hw zero-probes: wrote {out} ({len(PLANS)} instructions)")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -10,7 +10,8 @@ Its modules, each importing only those on earlier lines (tests/test_imports.py c
                  Inputs, Witness, the --where language, SMT-LIB text, evaluation and replay
     store        proof records on disk (proofs/, sha256 of canonical query text)
     search       the distinguishing query of two models and the witness search
-    claims       prove's claims: statements, result dict, concrete checks of a witness
+    claims       prove's claims (a package: the built-in claims, the constraint language,
+                 the Claim API for user claims, exact): statements, result dict, concrete checks
     pool         batches of dot-product inputs and their evaluation on numpy lanes
     family       hypothesis families (spaces of candidate theories)
     ieee         the IEEE add/mul/fma equivalence proofs of the fp layer

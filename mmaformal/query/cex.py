@@ -33,7 +33,6 @@ import datetime as _dt
 import hashlib
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -177,36 +176,3 @@ def replay_record(rec: dict, backends: Sequence[str] = ("int", "numpy", "compile
         if not err > bound:
             problems.append(f"the error {err} does not exceed the bound {bound}")
     return problems
-
-
-def main(argv=None) -> int:
-    """`python3 -m mmaformal.query.cex [RECORD.json ...]`: replay counterexample records (all of
-    counterexamples/<kind>/ when none is named) on the concrete back-ends; exit 1 if one fails."""
-    import argparse
-    p = argparse.ArgumentParser(prog="python3 -m mmaformal.query.cex", description=main.__doc__)
-    p.add_argument("records", nargs="*", metavar="RECORD.json")
-    p.add_argument("--backends", default="int,numpy,compiled",
-                   help="comma-separated: int, numpy, compiled (default: all three)")
-    args = p.parse_args(argv)
-    if args.records:
-        try:
-            recs = [(Path(r), json.loads(Path(r).read_text())) for r in args.records]
-        except (OSError, ValueError) as e:
-            print(f"mmaformal.query.cex: {e}", file=sys.stderr)
-            return 2
-    else:
-        recs = read_all()
-    bad = 0
-    for path, rec in recs:
-        problems = replay_record(rec, tuple(args.backends.split(",")))
-        st = stale(rec)
-        note = f" (theories changed since: {', '.join(st)})" if st else ""
-        print(f"{'ok  ' if not problems else 'FAIL'} {path}{note}"
-              + ("".join(f"\n     {x}" for x in problems)))
-        bad += bool(problems)
-    print(f"{len(recs) - bad} of {len(recs)} records replay")
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -55,7 +55,7 @@ from . import cex
 from . import minimize as _min
 from .cache import CACHE, Cache, solve_cached
 from .frame import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput,
-                    InternalError, add_common, run_verb, verb_main)
+                    InternalError, add_common, run_verb)
 from .model import (BACKENDS, REDUCTION_SPARSE, WHERE_HELP, Inputs, Model, Witness, _hex, approx_equal, arith_key, check,
                     check_same_formats, evaluate, free_vars, from_spec, mutate, neg_bits,
                     parse_backends, parse_where, portable, replay, resolve, resolve_pair,
@@ -65,7 +65,7 @@ from .search import Found, Query, build, constraints_satisfiable, equivalence_tw
 from .solvers import Result, to_smt2
 
 __all__ = [
-    "distinguish", "to_json", "render", "add_parser", "run", "main", "adjacent_pairs",
+    "distinguish", "to_json", "render", "add_parser", "run", "adjacent_pairs",
     "pair_job", "save_pairs", "all_pairs",
     # re-exported from the modules that define them (model, search, cache, frame, solvers)
     "BadInput", "InternalError", "Model", "resolve", "resolve_pair", "from_spec", "Inputs",
@@ -74,7 +74,7 @@ __all__ = [
     "constraints_satisfiable", "equivalence_twin", "smt2_text", "to_smt2", "Result",
     "EXIT_OK", "EXIT_REFUTED", "EXIT_BAD", "EXIT_INTERNAL", "EXIT_UNKNOWN", "neg_bits",
     "approx_equal", "free_vars", "check_same_formats", "step_diff", "add_common", "run_verb",
-    "verb_main", "BACKENDS", "WHERE_HELP", "parse_backends", "_hex",
+    "BACKENDS", "WHERE_HELP", "parse_backends", "_hex",
 ]
 
 
@@ -351,11 +351,3 @@ def run(args) -> int:
     return run_verb("distinguish", compute,
                     lambda res: EXIT_UNKNOWN if res["status"] == "unknown" else EXIT_OK,
                     render, to_json, args.json)
-
-
-def main(argv=None) -> int:
-    return verb_main(add_parser, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,6 @@
 """Layer 5, query/frame: the frame every query verb runs in: exit codes, the two error kinds,
-and the argparse glue (the common options, the run-and-print frame, `python -m` entry).
+and the argparse glue (the common options, the run-and-print frame). The verbs are run by the
+`mmaformal` command (mmaformal.cli), the one entry point.
 
     EXIT_OK 0       the verb completed (distinguished, equivalent, proved)
     EXIT_REFUTED 1  a claim was refuted / a property does not hold where the verb says so
@@ -23,7 +24,7 @@ from ..args import out_file, seconds
 from .solvers import SOLVERS
 
 __all__ = ["EXIT_OK", "EXIT_REFUTED", "EXIT_BAD", "EXIT_INTERNAL", "EXIT_UNKNOWN", "BadInput",
-           "InternalError", "seconds", "add_common", "run_verb", "verb_main"]
+           "InternalError", "seconds", "add_common", "run_verb"]
 
 EXIT_OK, EXIT_REFUTED, EXIT_BAD, EXIT_INTERNAL, EXIT_UNKNOWN = 0, 1, 2, 3, 4
 
@@ -80,22 +81,3 @@ def run_verb(verb: str, compute, exit_code, render, to_json, as_json: bool) -> i
         return res
     print(json.dumps(to_json(res), indent=1) if as_json else render(res))
     return exit_code(res)
-
-
-def verb_main(add_verb_parser, argv=None) -> int:
-    """`python -m mmaformal.query.<verb>`: a parser with that one verb, run. A bad option
-    value is one line on stderr and exit 2, as under the `mmaformal` command."""
-    p = _OneLineParser(prog="mmaformal")
-    sub = p.add_subparsers(dest="verb", required=True, parser_class=_OneLineParser)
-    add_verb_parser(sub)
-    try:
-        args = p.parse_args(argv)
-    except BadInput as e:
-        print(e, file=sys.stderr)
-        return EXIT_BAD
-    return args.func(args)
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (verb_main)
-        raise BadInput(f"{self.prog}: {' '.join(message.split())}")

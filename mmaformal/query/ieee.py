@@ -6,9 +6,12 @@ identity, so +0 and -0 differ and all NaNs are equal — NaN payloads are outsid
 and are compared elsewhere). UNSAT proves equality for every input. The broken twin computes
 mmaformal's side with another rounding mode; the same query must then be SAT.
 
-    python3 -m mmaformal.query.ieee [--ops add,mul,fma] [--formats f16,bf16] [--modes ...]
-                                    [--solver bitwuzla] [--timeout S] [--save]
-                                    [--split --jobs N]
+    mmaformal prove ieee [--ops add,mul,fma] [--formats f16,bf16] [--modes RNE,...]
+                         [--solver bitwuzla] [--timeout S] [--save] [--missing]
+                         [--split [--jobs N | --ray ADDR] [--verbose]]
+
+(a claim of `mmaformal prove`: its options are defined here, in `add_parser`, and prove's
+parser takes them in; exit 0 when every claim is proved with its twin refuted, else 1)
 
 `--split` proves a claim by cases (for f16 fma, where one monolithic query ran out of time:
 bitwuzla said unknown after 540 s on each of the five modes): x0 and x1 are written as
@@ -28,7 +31,6 @@ import argparse
 import hashlib
 import inspect
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -37,10 +39,11 @@ from ..args import seconds
 from ..bits import Z3Backend
 from .campaign import Job
 from .campaign import run as run_campaign
-from .solvers import Result, solve, solve_smt2, solver_version, to_smt2
+from .solvers import SOLVERS, Result, solve, solve_smt2, solver_version, to_smt2
 from .store import proofs_dir, read_proofs, sha256, write_proof
 
-__all__ = ["query", "prove", "TWIN_MODE", "depends", "template", "case_query", "prove_split"]
+__all__ = ["query", "prove", "TWIN_MODE", "depends", "template", "case_query", "prove_split",
+           "add_parser", "run"]
 
 OPS = ("add", "mul", "fma")
 MODES = ("RNE", "RNA", "RZ", "RU", "RD")
@@ -241,25 +244,56 @@ def prove_split(op: str, fname: str, mode: str, solver: str = "bitwuzla",
     return r, twin
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Prove fp.add/mul/fma equal to the SMT-LIB FP theory.")
-    p.add_argument("--ops", default=",".join(OPS))
-    p.add_argument("--formats", default="f16,bf16")
-    p.add_argument("--modes", default=",".join(MODES))
-    p.add_argument("--solver", default="bitwuzla")
-    p.add_argument("--timeout", type=seconds, default=600)
+def _names(allowed, what: str):
+    """An argparse type: a comma-separated list of names, each one of `allowed` (None: checked
+    by fp.fmt), or a one-line usage error."""
+    def parse(text: str) -> list[str]:
+        names = [x.strip() for x in text.split(",")]
+        for x in names:
+            if allowed is None:
+                try:
+                    fp.fmt(x)
+                except ValueError as e:
+                    raise argparse.ArgumentTypeError(str(e)) from None
+            elif x not in allowed:
+                raise argparse.ArgumentTypeError(f"unknown {what} {x!r}; expected a comma-separated "
+                                                 f"list of {', '.join(allowed)}")
+        return names
+    return parse
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """`mmaformal prove ieee`: `subparsers` is the claim list of `mmaformal prove`."""
+    p = subparsers.add_parser("ieee", help="fp.add/mul/fma equal the SMT-LIB floating-point theory",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", type=_names(OPS, "operation"), default=list(OPS),
+                   help="comma-separated (default: add,mul,fma)")
+    p.add_argument("--formats", type=_names(None, "format"), default=["f16", "bf16"],
+                   help="comma-separated (default: f16,bf16)")
+    p.add_argument("--modes", type=_names(MODES, "rounding mode"), default=list(MODES),
+                   help="comma-separated (default: RNE,RNA,RZ,RU,RD)")
+    p.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS))
+    p.add_argument("--timeout", type=seconds, default=600, metavar="S",
+                   help="seconds per solver call (per case with --split)")
     p.add_argument("--save", action="store_true", help="store the proofs in proofs/ieee/")
     p.add_argument("--missing", action="store_true", help="only claims without a current stored proof")
     p.add_argument("--split", action="store_true", help="prove by cases on the exponent fields of x0, x1")
-    p.add_argument("--jobs", type=int, default=0, help="parallel cases with --split (default: all cores)")
+    p.add_argument("--jobs", type=int, default=0, metavar="N",
+                   help="parallel cases with --split (default 0: all cores)")
     p.add_argument("--ray", metavar="auto|local|ADDRESS", help="run the cases on a Ray cluster")
     p.add_argument("--verbose", action="store_true", help="print every case with --split")
-    a = p.parse_args(argv)
+    return p
+
+
+def run(a) -> int:
+    """Prove every (format, op, mode) claim asked; 0 when each is proved with its twin refuted."""
+    if a.jobs < 0:
+        raise ValueError(f"prove ieee: --jobs {a.jobs}: give 0 (all cores) or a number of processes")
     have = {Path(path).stem: rec for path, rec in read_proofs("ieee")} if a.missing else {}
     ok = True
-    for fname in a.formats.split(","):
-        for op in a.ops.split(","):
-            for mode in a.modes.split(","):
+    for fname in a.formats:
+        for op in a.ops:
+            for mode in a.modes:
                 name = f"{op}-{fname}-{mode}"
                 if name in have and have[name]["query_sha256"] == sha256(query(op, fname, mode)):
                     continue
@@ -273,7 +307,3 @@ def main(argv=None) -> int:
                 print(f"{name:16s} {r.status:8s} {r.seconds:7.1f}s {r.solver} {tw}", flush=True)
                 ok &= r.status == "unsat" and twin is not None and twin.status == "sat"
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

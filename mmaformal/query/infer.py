@@ -1,7 +1,7 @@
 """Layer 5, query/infer: active identification of an instruction's arithmetic (the closed loop).
 
     mmaformal infer --space SPACE --oracle ORACLE [--instr NAME] [--max-queries N]
-                    [--solver S] [--timeout T] [--json] [--save]
+                    [--solver S] [--timeout T] [--json] [--save] [--probes-out DIR]
 
 SPACE is a hypothesis family (mmaformal.query.family: a built-in id such as `nvidia-t-fdpa`,
 or a TOML file). ORACLE answers dot products as raw bits:
@@ -12,6 +12,8 @@ or a TOML file). ORACLE answers dot products as raw bits:
     INSTR                an instruction with its primary theory (same as theory:INSTR)
     file:OBS.npz         recorded observations (see `save_observations`); infer may only ask
                          the recorded inputs
+    file:DIR             a directory of tiles A.npy, B.npy, C.npy, D.npy (what --probes-out
+                         writes, with the GPU's D.npy added; instruction from its manifest.json)
     hw:INSTR             the GPU, through mmaformal.hw.runner (one tile per batch of queries)
 
 The loop: the family's candidates (deduplicated statically) are evaluated concretely and in
@@ -28,18 +30,30 @@ sha256 of the query or of each lemma); a time-out is "unknown".
 Then (CLFP step 4) up to
 `validate` further pool inputs, drawn at random rather than chosen to split, are asked: an
 oracle outside the family is caught even when one candidate happens to survive the splits.
+
+A recording (file:) answers every recorded input, so after the splits every survivor is
+checked on all of them (check_recorded: the recorded input that rules out the most survivors
+is asked until none disagrees; this replaces the random validation), and the solver cannot
+ask anything new. When several classes survive, `separate` looks for the inputs that would
+separate them (pool probes and input classes greedily, then distinguish's search for classes
+no pool input splits, or a proof that merges them): they are reported with every class's
+prediction, never asked, and --probes-out DIR writes them as raw-bit tiles + manifest.json for
+whoever holds the GPU (run them, add D.npy, give DIR back as file:DIR). Survivors are also
+summarised by structure (op, L, convert, k_order, accumulate) and parameter values.
 While many candidates survive, the ones that differ only in the overlay parameters
 (family.OVERLAY: NaN code, zero sign) share one evaluation wherever it is finite and nonzero;
 each is evaluated on its own where that evaluation is special, and on every input once few
 survive.
 
 Counting: "queries" = distinct dot products asked of the oracle (the budget --max-queries
-counts these); "rechecks" = earlier queries asked again at the end to test determinism.
+counts these; the check of every recorded input is not bounded by it: a recording costs nothing
+to ask); "rechecks" = earlier queries asked again at the end to test determinism.
 
 Exit codes (distinguish's): 0 identified (one survivor, or survivors proved equivalent);
 1 the oracle fits no candidate (refuted family; the input that ruled out each candidate is
-reported); 2 bad input (empty family, unknown spec, wrong oracle shapes, a non-deterministic
-oracle); 4 unknown (budget exhausted, or survivors the solver could not separate in time).
+reported); 2 bad input (empty family, bad family file, unknown spec, wrong oracle shapes, a
+non-deterministic oracle); 4 unknown (budget exhausted, survivors the solver could not
+separate in time, or survivors a recording cannot separate).
 
 May import: numpy, the layers below, query.frame / model / search / pool / family / cex, the
 verbs probes (dot_probes) and prove (equiv_decomposed), classes, simulate, hw.runner (lazily,
@@ -63,8 +77,7 @@ from .. import fp, isa
 from . import family as _family
 from . import probes
 from ..args import positive_int, seconds
-from .frame import (EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput, InternalError, run_verb,
-                    verb_main)
+from .frame import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput, InternalError, run_verb
 from .model import Model, _hex, resolve
 from .pool import _UINT, Batch, evaluate, plain
 from .prove import equiv_decomposed
@@ -176,7 +189,9 @@ class FileOracle(Oracle):
         if not p.exists():
             raise BadInput(f"{path}: no such observations file")
         try:
-            z = np.load(p, allow_pickle=False)
+            z = _tile_dir(p) if p.is_dir() else dict(np.load(p, allow_pickle=False))
+        except BadInput:
+            raise
         except Exception as e:
             raise BadInput(f"{path}: not an .npz observations file ({str(e).splitlines()[0]})") from None
         name = instr or (str(z["instr"]) if "instr" in z else None)
@@ -188,7 +203,7 @@ class FileOracle(Oracle):
             raise BadInput(str(e).splitlines()[0]) from None
         super().__init__(f"file:{p.name}", ins)
         self.path = str(p)
-        keys = set(z.files)
+        keys = set(z)
         if {"a", "b", "c", "d"} <= keys:
             a, b, c, d = z["a"], z["b"], z["c"], z["d"]
             sa = z["scale_a"] if "scale_a" in keys else None
@@ -235,6 +250,23 @@ class FileOracle(Oracle):
 
     def describe(self):
         return {**super().describe(), "path": self.path, "recorded": len(self.recorded)}
+
+
+def _tile_dir(p: Path) -> dict:
+    """A directory of tiles A.npy, B.npy, C.npy, D.npy (what `--probes-out` writes, with the
+    GPU's D.npy added); the instruction from its manifest.json when there is one."""
+    missing = [f"{k}.npy" for k in "ABCD" if not (p / f"{k}.npy").exists()]
+    if missing:
+        raise BadInput(f"{p}: a directory oracle holds A.npy, B.npy, C.npy and D.npy; "
+                       f"missing {', '.join(missing)}")
+    z = {k: np.load(p / f"{k}.npy", allow_pickle=False) for k in "ABCD"}
+    man = p / "manifest.json"
+    if man.exists():
+        try:
+            z["instr"] = np.array(json.loads(man.read_text())["instruction"])
+        except (ValueError, KeyError):
+            pass
+    return z
 
 
 def make_oracle(text: str, instr: str | None = None) -> Oracle:
@@ -458,6 +490,9 @@ class _Loop:
         self.synth = 0
         self.validation = 0
         self.rechecks = 0
+        self.checked = 0                   # recorded inputs every survivor was checked on
+        self.probes: list[dict] = []       # separating inputs not asked (see separate)
+        self.unseparated: list[list[int]] = []
 
     def alive(self) -> int:
         return int(self.E.alive.sum())
@@ -575,14 +610,18 @@ class _Loop:
                      f"{cands[x].label} == {cands[y].label} ({dec['seconds']:.1f} s)")
         return dec["seconds"]
 
-    def _try_search(self, x: int, y: int, solver: str, timeout: float) -> float:
-        """distinguish's search on the pair: a witness is the next query; unsat merges the
-        pair; a time-out is recorded as unknown. Returns the seconds spent."""
+    def _try_search(self, x: int, y: int, solver: str, timeout: float, ask: bool = True):
+        """distinguish's search on the pair: a witness is the next query (ask=False: it is
+        returned, not asked); unsat merges the pair; a time-out is recorded as unknown.
+        Returns the seconds spent (ask=False: (witness Batch or None, seconds))."""
         cands = self.cands
         A, B = cands[x].model, cands[y].model
         st, found, secs, last, text = search(build(A, B), 1, solver, timeout)
         sha = hashlib.sha256(text.encode()).hexdigest()
-        if st == "distinguished":
+        w = None
+        if st == "distinguished" and not ask:
+            w = Batch.from_witness(found[0].witness, self.ins, f"solver:{A.label} vs {B.label}")
+        elif st == "distinguished":
             self.synth += 1
             b = Batch.from_witness(found[0].witness, self.ins, f"solver:{A.label} vs {B.label}")
             jj = self.E.add_chunk(b)
@@ -597,7 +636,7 @@ class _Loop:
                                  "reason": (last.reason if last else "") or "no answer",
                                  "seconds": round(secs, 3)})
             self.log(f"unknown: {cands[x].label} vs {cands[y].label} ({secs:.1f} s)")
-        return secs
+        return secs if ask else (w, secs)
 
     def solve(self, solver: str, timeout: float | None, max_calls: int, budget: float) -> None:
         """When the pool is exhausted: hand pairs of survivors to the solver (decomposed
@@ -620,12 +659,166 @@ class _Loop:
             left = budget - spent
             spent += self._try_search(x, y, solver, min(timeout or left, left))
 
+    # -- recorded oracles --------------------------------------------------------------------
+    def check_recorded(self) -> None:
+        """A recording answers all its inputs at once: after the splits, every survivor must
+        predict every recorded answer. While one does not, the recorded input that rules out
+        the most survivors is asked (a query like any other: every elimination is still one
+        concrete disagreement on one recorded input)."""
+        E, o = self.E, self.oracle
+        if o.recorded is None or self.alive() == 0:
+            return
+        if not E.chunks:                       # one candidate from the start: no split asked
+            E.add_chunk(o.recorded)
+        batch = E.chunks[0]
+        n = len(batch)
+        ans = o.ask(batch).astype(np.uint64)
+        lanes = np.arange(n)
+        while self.alive():
+            preds = E.predictions(0, lanes)
+            bad = np.zeros(n, np.int64)
+            for i, v in preds.items():
+                bad += (v.astype(np.uint64) != ans)
+            if not bad.any():
+                break
+            ln = int(np.argmax(bad))
+            self.ask(batch.take([ln]), {i: v[ln:ln + 1] for i, v in preds.items()},
+                     "check:" + (batch.tags[ln] if batch.tags else "recorded"))
+        self.checked = n
+
+    def separate(self, seed: int, solver: str, timeout: float | None, max_calls: int,
+                 budget: float, max_probes: int = 24, pool_budget: float = 20) -> None:
+        """An oracle that cannot be asked new inputs (a recording) and more than one class
+        left: find the inputs that would separate the classes, for whoever holds the
+        hardware. Pool inputs first (pool_chunks, not recorded: the one that splits the most
+        classes, greedily; every probe chunk, then random chunks while pool_budget seconds
+        last), then the solver for classes no pool input splits (distinguish's
+        search: a witness is a probe; unsat merges the pair as proved equivalent, a time-out is
+        unknown). Nothing is asked and nobody is ruled out: probes are predictions."""
+        if self.oracle.can_synthesize:
+            return
+        reps = list(dict.fromkeys(self.find(int(i)) for i in np.flatnonzero(self.E.alive)))
+        if len(reps) < 2:
+            return
+        t0 = time.perf_counter()
+        block = {r: 0 for r in reps}                  # rep -> block id (refined by each probe)
+
+        def refine(batch: Batch, outs: dict[int, int], source: str) -> None:
+            groups: dict = {}
+            for r in list(block):
+                groups.setdefault((block[r], outs[r]), []).append(r)
+            nb = 0
+            for g in groups.values():
+                for r in g:
+                    block[r] = nb
+                nb += 1
+            self.probes.append({"batch": batch, "source": source, "outs": outs})
+            self.log(f"probe {len(self.probes)} ({source}): {nb} block(s) of "
+                     f"{len(block)} classes")
+
+        def nblocks() -> int:
+            return len(set(block.values()))
+
+        for ci, chunk in enumerate(pool_chunks(self.ins, seed)):
+            if nblocks() == len(block) or len(self.probes) >= max_probes:
+                break
+            over = lambda: ci >= 3 and time.perf_counter() - t0 > pool_budget
+            if over():                         # the first chunks (every probe) always run
+                self.log(f"separating probes: pool budget ({pool_budget:.0f} s) spent")
+                break
+            size: dict = {}
+            for r in block:
+                size[block[r]] = size.get(block[r], 0) + 1
+            rs = [r for r in block if size[block[r]] > 1]   # classes not separated yet
+            outs: dict[int, np.ndarray] = {}
+            for r in rs:
+                if over():
+                    break
+                v = self.E._eval(r, chunk)
+                if v is None:                      # cannot be evaluated here: no probe for it
+                    block.pop(r)
+                else:
+                    outs[r] = v
+            if over():
+                self.log(f"separating probes: pool budget ({pool_budget:.0f} s) spent")
+                break
+            rs = [r for r in rs if r in outs]
+            if len(rs) < 2:
+                continue
+            O = np.stack([outs[r] for r in rs])    # (classes, lanes)
+            used = np.zeros(O.shape[1], bool)
+            while len(self.probes) < max_probes:
+                bid = np.array([block[r] for r in rs])
+                # equal predictions within one block, per lane: the lane with the fewest
+                # splits the most (the expected number of classes left, as in best_lane)
+                same = np.zeros(O.shape[1], np.int64)
+                for x in range(len(rs)):
+                    for y in range(x + 1, len(rs)):
+                        if bid[x] == bid[y]:
+                            same += O[x] == O[y]
+                pairs = sum(1 for x in range(len(rs)) for y in range(x + 1, len(rs))
+                            if bid[x] == bid[y])
+                same[used] = pairs
+                ln = int(np.argmin(same))
+                if pairs == 0 or same[ln] >= pairs:
+                    break
+                used[ln] = True
+                b1 = chunk.take([ln])
+                lane = {r: int(outs[r][ln]) for r in rs}
+                for r in list(block):              # every class's prediction, for the manifest
+                    if r not in lane:
+                        v = self.E._eval(r, b1)
+                        if v is None:
+                            block.pop(r)
+                        else:
+                            lane[r] = int(v[0])
+                tag = chunk.tags[ln] if chunk.tags else ""
+                refine(b1, lane, f"pool:{tag}")
+        calls, spent = 0, 0.0
+        while calls < max_calls and spent < budget and len(self.probes) < max_probes:
+            by: dict = {}
+            for r in block:
+                if self.find(r) == r:
+                    by.setdefault(block[r], []).append(r)
+            pair = next(((g[0], y) for g in by.values() for y in g[1:]
+                         if not any({u["a"], u["b"]} == {g[0], y} for u in self.unknown)), None)
+            if pair is None:
+                break
+            calls += 1
+            x, y = pair
+            left = budget - spent
+            secs = self._try_decomposed(x, y, solver, min(timeout or left, left))
+            if secs >= 0:
+                spent += secs
+                if self.find(y) == self.find(x):
+                    block.pop(y, None)
+                    continue
+            left = budget - spent
+            w, secs = self._try_search(x, y, solver, min(timeout or left, left), ask=False)
+            spent += secs
+            if self.find(y) == self.find(x):
+                block.pop(y, None)
+            elif w is not None:
+                outs = {}
+                for r in list(block):
+                    v = self.E._eval(r, w)
+                    if v is None:
+                        block.pop(r)
+                    else:
+                        outs[r] = int(v[0])
+                refine(w, outs, w.tags[0])
+        by = {}
+        for r in block:
+            by.setdefault(block[r], []).append(r)
+        self.unseparated = [g for g in by.values() if len(g) > 1]
+
     # -- validation and determinism ---------------------------------------------------------
     def validate(self, n: int, seed: int) -> None:
         """CLFP step 4: the survivors must also predict inputs nobody chose (n random pool
-        inputs not asked yet)."""
+        inputs not asked yet). A recording whose every input was checked (check_recorded)
+        has none left to draw."""
         E = self.E
-        if not n or E.alive.sum() < 1:
+        if not n or E.alive.sum() < 1 or self.checked:
             return
         lanes = [(jj, ln) for jj in range(len(E.chunks)) for ln in range(len(E.chunks[jj]))
                  if E.chunks[jj].key(ln) not in self.asked]
@@ -702,9 +895,10 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
           solver: str = "bitwuzla", timeout: float | None = 60, seed: int = 0,
           log: Callable[[str], None] | None = None, rechecks: int = RECHECKS,
           max_solver_calls: int = 12, solver_budget: float = 120,
-          validate: int = 12) -> dict:
-    """Run the loop (pool, solver path, validation, determinism recheck); a result dict (see
-    `to_json`)."""
+          validate: int = 12, max_probes: int = 24, probe_budget: float = 20) -> dict:
+    """Run the loop (pool, every recorded input for a recording, solver path, separating
+    probes for an oracle that cannot be asked new inputs, validation, determinism recheck); a
+    result dict (see `to_json`)."""
     log = log or (lambda s: None)
     t0 = time.perf_counter()
     ins = oracle.ins
@@ -714,7 +908,10 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
         f"{stats['dropped']} dropped)")
     run = _Loop(cands, stats, shared, oracle, max_queries, log)
     run.pool(seed)
+    run.check_recorded()
     run.solve(solver, timeout, max_solver_calls, solver_budget)
+    run.separate(seed, solver, timeout, max_solver_calls, solver_budget, max_probes,
+                 probe_budget)
     run.validate(validate, seed)
     run.recheck(rechecks)
     status, alive, classes = run.verdict()
@@ -726,6 +923,8 @@ def infer(fam: "_family.Family", oracle: Oracle, max_queries: int = DEFAULT_MAX_
             "ruled_out": run.ruled_out,
             "failed": {cands[i].label: w for i, w in run.E.failed.items()},
             "evaluations": run.E.evals, "eval_seconds": run.E.eval_seconds,
+            "checked": run.checked, "probes": run.probes,
+            "unseparated": [[cands[i].label for i in g] for g in run.unseparated],
             "seconds": time.perf_counter() - t0, "max_queries": max_queries, "saved": []}
 
 
@@ -737,6 +936,51 @@ def _query_json(q: Query, ins) -> dict:
     return {"index": q.index + 1, "source": q.source, "inputs": q.batch.witness(0, ins).to_json(),
             "oracle": _hex(q.answer, ins.d), "alive_before": q.alive_before,
             "alive_after": q.alive_after}
+
+
+def _structure_of(c) -> str:
+    """A candidate's structure in words: its op, L and the structural keys that differ from
+    the plain chain (convert, k_order, accumulate)."""
+    t = c.model.theory
+    parts = [t.op or t.model] + ([f"L={min(t.L, t.instr.k)}"] if t.L else [])
+    parts += [f"convert={t.convert}"] if t.convert else []
+    parts += [f"k_order={t.k_order}"] if t.k_order != "natural" else []
+    parts += [f"accumulate={t.accumulate}"] if t.accumulate != "fused" else []
+    return " ".join(parts)
+
+
+def _by_structure(cands: list) -> list[dict]:
+    """Survivors grouped by structure (_structure_of), with the values their parameters
+    take: the summary that stays readable when hundreds survive."""
+    groups: dict[str, list] = {}
+    for c in cands:
+        groups.setdefault(_structure_of(c), []).append(c)
+    out = []
+    for st, cs in groups.items():
+        vals: dict[str, set] = {}
+        for c in cs:
+            for k, v in c.model.theory.params:
+                vals.setdefault(k, set()).add(hex(v) if k == "nan" and isinstance(v, int) else v)
+        out.append({"structure": st, "survivors": len(cs),
+                    "params": {k: sorted(v, key=str) for k, v in sorted(vals.items())}})
+    return sorted(out, key=lambda g: -g["survivors"])
+
+
+def _range(vs: list) -> str:
+    if len(vs) > 2 and all(isinstance(v, int) for v in vs) and vs == list(range(min(vs), max(vs) + 1)):
+        return f"{min(vs)}..{max(vs)}"
+    return "|".join(map(str, sorted(vs, key=lambda v: (not isinstance(v, int), v if isinstance(v, int) else str(v)))))
+
+
+def _probe_json(k: int, pr: dict, res: dict, ins) -> dict:
+    cands = res["candidates"]
+    outs = pr["outs"]
+    classes: dict[int, list[str]] = {}
+    for r, v in outs.items():
+        classes.setdefault(v, []).append(cands[r].label)
+    return {"index": k + 1, "source": pr["source"], "inputs": pr["batch"].witness(0, ins).to_json(),
+            "predictions": {cands[r].label: _hex(v, ins.d) for r, v in outs.items()},
+            "separates": sorted(classes.values()) if len(classes) > 1 else []}
 
 
 def to_json(res: dict, full: bool = False) -> dict:
@@ -758,6 +1002,10 @@ def to_json(res: dict, full: bool = False) -> dict:
         "evidence": [_query_json(q, ins) for q in res["queries"]],
         "seconds": round(res["seconds"], 3), "evaluations": res["evaluations"],
         "saved": res["saved"],
+        "recorded_checked": res.get("checked", 0),
+        "survivors_by_structure": _by_structure([cands[i] for i in res["alive"]]),
+        "probes": [_probe_json(k, pr, res, ins) for k, pr in enumerate(res.get("probes", []))],
+        "unseparated": res.get("unseparated", []),
     }
     if res["failed"]:
         out["evaluation_errors"] = res["failed"]
@@ -793,13 +1041,72 @@ def render(res: dict) -> str:
             L.append(f"  query {q}: {len(labs)} candidate(s), e.g. {', '.join(labs[:3])}")
     else:
         L.append(f"{st}: {len(d['classes'])} classes of survivors remain: "
-                 + "; ".join(" == ".join(c[:3]) + (" ..." if len(c) > 3 else "") for c in d["classes"][:6]))
+                 + "; ".join(" == ".join(c[:3]) + (" ..." if len(c) > 3 else "") for c in d["classes"][:6])
+                 + (" ..." if len(d["classes"]) > 6 else ""))
+        for g in d["survivors_by_structure"]:
+            L.append(f"  {g['survivors']:>4} survivor(s) {g['structure']}: "
+                     + ", ".join(f"{k}={_range(v)}" for k, v in g["params"].items() if len(v) > 1 or k in ("F", "rho")))
+    if d["recorded_checked"]:
+        L.append(f"every survivor predicts all {d['recorded_checked']} recorded inputs")
+    if d["probes"] or d["unseparated"]:
+        L.append(f"the recording cannot separate the {len(d['classes'])} classes; "
+                 f"{len(d['probes'])} input(s) not recorded would (predictions per class; "
+                 f"--probes-out DIR writes them as raw-bit tiles):")
+        for pr in d["probes"][:8]:
+            outs: dict[str, list[str]] = {}
+            for lab, v in pr["predictions"].items():
+                outs.setdefault(v, []).append(lab)
+            L.append(f"  probe {pr['index']} {pr['source']}: "
+                     + "; ".join(f"{v} <- {labs[0]}" + (f" (+{len(labs) - 1})" if len(labs) > 1 else "")
+                                 for v, labs in list(outs.items())[:4])
+                     + (" ..." if len(outs) > 4 else ""))
+        if len(d["probes"]) > 8:
+            L.append(f"  ... {len(d['probes']) - 8} more (--json, --probes-out)")
+        for g in d["unseparated"]:
+            L.append(f"  no input found that separates: " + " / ".join(g[:4]) + (" ..." if len(g) > 4 else ""))
     L.append(f"status: {st}  ({d['queries']} queries: {d['synthesized']} synthesized by the "
              f"solver, {d['validation_queries']} validation; {d['rechecks']} rechecks; "
              f"{d['seconds']:.1f} s)")
     for p in d["saved"]:
         L.append(f"saved: {p}")
     return "\n".join(L)
+
+
+def write_probes(res: dict, out: "str | Path") -> Path | None:
+    """The separating probes of a run (separate) as raw-bit tiles DIR/A.npy, B.npy, C.npy
+    (probe t is the dot product in row 0 / column 0 of tile t, other elements +0: the design's
+    .npy form, run unchanged by `mmaformal simulate` and `mmaformal hw run`) and
+    DIR/manifest.json (per probe: inputs, each surviving class's predicted D[0, 0], the classes
+    it separates). Returns DIR's manifest path, or None when there is no probe."""
+    if not res.get("probes"):
+        return None
+    ins = isa.lookup(res["instruction"])
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--probes-out {out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    batch = Batch.concat([pr["batch"] for pr in res["probes"]])
+    A, B, C, SA, SB = batch.tiles(ins)
+    arrays = {"A": A, "B": B, "C": C}
+    if SA is not None:
+        arrays.update(SA=SA, SB=SB)
+    for nm, arr in arrays.items():
+        np.save(out / f"{nm}.npy", arr)
+    d = to_json(res)
+    man = {"instruction": ins.name, "family": d["family"], "oracle": d["oracle"],
+           "status": d["status"], "survivors": d["survivors"], "classes": d["classes"],
+           "layout": "probe t is the dot product in row 0 / column 0 of tile t of A.npy, B.npy, "
+                     "C.npy (and SA.npy, SB.npy for block scales); other elements are +0",
+           "run": f"run the tiles on a GPU with {ins.name} (`mmaformal hw run {ins.name} --a A.npy "
+                  f"--b B.npy --c C.npy --out D.npy` where the hw harness covers the "
+                  f"architecture, else any harness that reads these .npy tiles) and write "
+                  f"D.npy here; then `mmaformal infer --oracle file:DIR` reads A, B, C, D.npy",
+           "source": "mmaformal infer: inputs that separate the classes a recording leaves "
+                     "(pool probes and input classes, solver witnesses)",
+           "probes": [{"tile": k, **pr} for k, pr in enumerate(d["probes"])]}
+    p = out / "manifest.json"
+    p.write_text(json.dumps(man, indent=1) + "\n")
+    return p
 
 
 def save(res: dict, root: Path | None = None) -> Path:
@@ -846,7 +1153,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--space", required=True, metavar="SPACE",
                    help="a family id (theories/families/*.toml) or a family TOML file")
     q.add_argument("--oracle", required=True, metavar="ORACLE",
-                   help="theory:SPEC | INSTR | file:OBS.npz | hw:INSTR")
+                   help="theory:SPEC | INSTR | file:OBS.npz | file:DIR (tiles A, B, C, D.npy) | "
+                        "hw:INSTR. A file oracle is checked on every recorded input; survivors "
+                        "it cannot separate are reported with the inputs that would (see "
+                        "--probes-out)")
     q.add_argument("--instr", metavar="NAME", help="instruction for theory ids / files")
     q.add_argument("--max-queries", type=positive_int, default=DEFAULT_MAX_QUERIES, metavar="N")
     q.add_argument("--solver", default="bitwuzla", choices=list(SOLVERS) + ["portfolio"])
@@ -856,6 +1166,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="seconds of solver time in all (pairs left are reported unknown)")
     q.add_argument("--seed", type=int, default=0, help="seed of the random pool")
     q.add_argument("--save", action="store_true", help="store the queries in counterexamples/infer/")
+    q.add_argument("--probes-out", metavar="DIR", type=Path,
+                   help="file: oracles: write the inputs that would separate the classes the "
+                        "recording leaves as raw-bit tiles DIR/A.npy, B.npy, C.npy + "
+                        "manifest.json (each class's predicted output); run them on the GPU "
+                        "(`mmaformal hw run`) and give DIR back as file:DIR")
     q.add_argument("--verbose", action="store_true", help="log each query on stderr")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=run)
@@ -877,14 +1192,10 @@ def run(args) -> int:
                     solver_budget=args.solver_budget)
         if args.save:
             res["saved"].append(str(save(res)))
+        if args.probes_out is not None:
+            p = write_probes(res, args.probes_out)
+            res["saved"].append(str(p) if p else f"{args.probes_out}: no probe to write "
+                                f"({res['status']}: nothing left to separate)")
         return res
     return run_verb("infer", compute, lambda res: exit_code(res["status"]), render, to_json,
                     args.json)
-
-
-def main(argv=None) -> int:
-    return verb_main(add_parser, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,6 +6,9 @@ that is replayed concretely.
     mmaformal prove monotonic A [--scan SEC] [--hint N]
     mmaformal prove bound A [--rounds N]
     mmaformal prove unobservable A PARAM=VALUE [--method M]
+    mmaformal prove exact A --where CONSTRAINT [--rounded]   (mmaformal.query.claims.exact)
+    mmaformal prove ieee [--ops ..] [--formats ..] [--modes ..] [--split]   (mmaformal.query.ieee:
+        fp.add/mul/fma against the SMT-LIB floating-point theory; its options are there)
     mmaformal prove symmetry|monotonic|bound --all [PATTERN ...]
     mmaformal prove unobservable --all PARAM=VALUE [PATTERN ...]
         --all: every catalog instruction (or those matching), grouped by one query
@@ -81,13 +84,15 @@ from .. import theory as _theory
 from ..bits import BV, Z3Backend, clz, ite
 from . import campaign as _campaign
 from . import decompose as _dec
+from . import ieee as _ieee
 from . import minimize as _min
 from .cache import CACHE, solve_cached
 from .claims import (CLAIMS, SYMMETRY_STATEMENT, SYMMETRY_STATEMENT_INT, approx_int as _approx_int,
                      bound_blocks as _bound_blocks, bound_concrete as _bound_concrete, neg_int as
                      _neg_int, neg_witness as _neg_witness, outcome, value_lt)
+from .claims import REGISTRY as _USER_CLAIMS
 from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
-                    add_common, run_verb, verb_main)
+                    add_common, run_verb)
 from .model import (REDUCTION_SPARSE, Inputs, Model, Witness, _hex, arith_key, _parse_value, approx_equal, check,
                     mutate, neg_bits,
                     parse_backends, portable, replay, resolve, resolve_pair, smt2_text)
@@ -1393,6 +1398,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
     add_all_options(c)
     common(c, witness=True)
+    for _mod in _USER_CLAIMS.values():     # claims written with the Claim API (claims/)
+        _mod.add_parser(sub, common)
+    _ieee.add_parser(sub)                  # fp.add/mul/fma against SMT-LIB FP (query/ieee)
     return q
 
 
@@ -1401,6 +1409,10 @@ def _exit(status: str) -> int:
 
 
 def run(args) -> int:
+    if args.claim == "ieee":
+        return _ieee.run(args)
+    if args.claim in _USER_CLAIMS:
+        return _USER_CLAIMS[args.claim].run(args)
     if getattr(args, "all", False):
         if args.claim == "symmetry":
             args.patterns = list(args.targets)
@@ -1480,11 +1492,3 @@ def run(args) -> int:
         return res
 
     return run_verb("prove", compute, lambda res: _exit(res["status"]), render, public, args.json)
-
-
-def main(argv=None) -> int:
-    return verb_main(add_parser, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

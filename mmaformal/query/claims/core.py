@@ -1,4 +1,4 @@
-"""Layer 5, query/claims: what prove's claims say, and their concrete side.
+"""Layer 5, query/claims/core: what prove's built-in claims say, and their concrete side.
 
 CLAIMS (the claim names), SYMMETRY_STATEMENT, `outcome` (the result dict of one claim), and the
 concrete predicates that check a witness without a solver: `value_lt` (real order of two
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .. import fp, mma
-from ..bits import INT
-from .frame import InternalError
-from .model import Model, Witness, _concrete_inputs, approx_equal, neg_bits
+from ... import fp, mma
+from ...bits import INT
+from ..frame import InternalError
+from ..model import Model, Witness, _concrete_inputs, approx_equal, neg_bits
 
 __all__ = ["CLAIMS", "SYMMETRY_STATEMENT", "SYMMETRY_STATEMENT_INT", "outcome", "value_lt", "neg_witness", "neg_int",
            "approx_int", "bound_blocks", "bound_concrete"]
@@ -48,7 +48,7 @@ def outcome(status, claim, models, seconds, solver="", witness=None, **kw) -> di
 
 def value_lt(x: int, y: int, f: str) -> bool:
     """x < y as real numbers (both non-NaN; +0 = -0; +-Inf at the ends)."""
-    from ..simulate import value_of
+    from ...simulate import value_of
     def key(v):
         v = value_of(v, f)
         if v in ("inf", "-inf"):
@@ -94,7 +94,7 @@ def bound_blocks(m: Model, notes: list):
 
 def bound_concrete(m: Model, w: Witness, F_claim: int | None = None):
     """(exact, |error|, bound) of the Table 9 claim for one input, with exact Fractions."""
-    from ..simulate import value_of
+    from ...simulate import value_of
     th = m.theory
     p = th.param_dict
     rf, rmode, sf = mma.rho_of(p.get("rho", "RNE-FP32"))
