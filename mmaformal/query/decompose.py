@@ -92,7 +92,7 @@ from typing import Sequence
 from .. import fp, mma
 from ..bits import BV, Z3Backend, ite
 from .cache import solve_cached
-from .model import Inputs, Model, approx_equal, free_vars, neg_bits, smt2_text
+from .model import Inputs, Lemma, Model, approx_equal, free_vars, neg_bits, smt2_text
 
 __all__ = ["Lemma", "Structure", "structure", "traced_dot", "symmetry_lemmas", "run_lemmas",
            "equivalence_lemmas", "conversion_diff", "COMBINATION_SYMMETRY", "COMBINATION_EQUIV"]
@@ -108,56 +108,6 @@ COMBINATION_SYMMETRY = (
     "-0 chain outputs give ~-equal results); ~ (equal, both NaN, or both zero) "
     "is an equivalence relation that negation respects. Each factorization out = G[cut] was "
     "checked syntactically (no input variable left after the cut).")
-
-
-@dataclasses.dataclass
-class Lemma:
-    """One sub-query: `assertions` is the negation of the lemma (UNSAT proves it)."""
-
-    name: str
-    role: str
-    assertions: list
-    _text: str = ""
-
-    @property
-    def text(self) -> str:
-        if not self._text:
-            self._text = _canonical_text(self.assertions)
-        return self._text
-
-
-def _canonical_text(assertions) -> str:
-    """SMT-LIB2 text with the input variables renamed x0, x1, ... in name order (cut
-    variables, which end in '_', keep their names), and declarations sorted."""
-    import z3
-    names = sorted(n for n in free_vars(*assertions) if not n.endswith("_"))
-    consts = {}
-    stack, seen = list(assertions), set()
-    want = set(names)
-    while stack and len(consts) < len(want):
-        e = stack.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            if e.decl().name() in want:
-                consts[e.decl().name()] = e
-        elif z3.is_app(e):
-            stack.extend(e.children())
-    pairs = []
-    for i, n in enumerate(names):
-        e = consts[n]
-        new = z3.BitVec(f"x{i}", e.size()) if z3.is_bv(e) else z3.Bool(f"x{i}")
-        pairs.append((e, new))
-    if pairs:
-        assertions = [z3.substitute(a, *pairs) for a in assertions]
-    text = smt2_text(assertions)
-    lines = text.split("\n")
-    decl = sorted(l for l in lines if l.startswith("(declare-fun") or l.startswith("(declare-const"))
-    rest = [l for l in lines if not (l.startswith("(declare-fun") or l.startswith("(declare-const"))]
-    head = [l for l in rest if l.startswith("(set-") or l.startswith("; ")]
-    body = [l for l in rest if l not in head]
-    return "\n".join(head + decl + body)
 
 
 # ============================================================================================

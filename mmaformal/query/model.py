@@ -646,6 +646,56 @@ def free_vars(*exprs) -> set[str]:
     return out
 
 
+@dataclasses.dataclass
+class Lemma:
+    """One sub-query: `assertions` is the negation of the lemma (UNSAT proves it)."""
+
+    name: str
+    role: str
+    assertions: list
+    _text: str = ""
+
+    @property
+    def text(self) -> str:
+        if not self._text:
+            self._text = canonical_text(self.assertions)
+        return self._text
+
+
+def canonical_text(assertions) -> str:
+    """SMT-LIB2 text with the input variables renamed x0, x1, ... in name order (cut
+    variables, which end in '_', keep their names), and declarations sorted."""
+    import z3
+    names = sorted(n for n in free_vars(*assertions) if not n.endswith("_"))
+    consts = {}
+    stack, seen = list(assertions), set()
+    want = set(names)
+    while stack and len(consts) < len(want):
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if e.decl().name() in want:
+                consts[e.decl().name()] = e
+        elif z3.is_app(e):
+            stack.extend(e.children())
+    pairs = []
+    for i, n in enumerate(names):
+        e = consts[n]
+        new = z3.BitVec(f"x{i}", e.size()) if z3.is_bv(e) else z3.Bool(f"x{i}")
+        pairs.append((e, new))
+    if pairs:
+        assertions = [z3.substitute(a, *pairs) for a in assertions]
+    text = smt2_text(assertions)
+    lines = text.split("\n")
+    decl = sorted(l for l in lines if l.startswith("(declare-fun") or l.startswith("(declare-const"))
+    rest = [l for l in lines if not (l.startswith("(declare-fun") or l.startswith("(declare-const"))]
+    head = [l for l in rest if l.startswith("(set-") or l.startswith("; ")]
+    body = [l for l in rest if l not in head]
+    return "\n".join(head + decl + body)
+
+
 #: bitwuzla's bit-vector engine for these queries: propagation-based local search first, then
 #: bit-blasting (mmaformal.query.solvers, option bitwuzla_engine)
 BITWUZLA_ENGINE = "preprop"

@@ -55,7 +55,7 @@ from fractions import Fraction
 
 from ... import fp, mma
 from ...bits import BV, Z3Backend
-from ..model import Inputs, Model, Witness, check, free_vars, smt2_text
+from ..model import Inputs, Lemma, Model, Witness, check, free_vars
 from .constraint import Atom, Constraint, _codes_below, _mag_value, _symbolic
 
 __all__ = ["NotDecomposable", "Lemma", "Spec", "COMBINATION_EXACT_FDPA", "applies", "specs",
@@ -80,22 +80,6 @@ COMBINATION_EXACT_FDPA = (
 
 class NotDecomposable(Exception):
     pass
-
-
-@dataclasses.dataclass
-class Lemma:
-    """One sub-query: `assertions` is the negation of the lemma (UNSAT proves it)."""
-
-    name: str
-    role: str
-    assertions: list
-    _text: str = ""
-
-    @property
-    def text(self) -> str:
-        if not self._text:
-            self._text = _canonical_text(self.assertions)
-        return self._text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -525,33 +509,6 @@ def lemmas(m: Model, cons: Constraint, rounded: bool = False, weaken: str = "") 
 # ============================================================================================
 
 _PROVED: dict = {}          # (sha256 of the canonical text, solver) -> Result (UNSAT only)
-
-
-def _canonical_text(assertions) -> str:
-    """SMT-LIB2 text with the input variables renamed x0, x1, ... in name order (cut
-    variables, ending in '_', keep their names), declarations sorted."""
-    import z3
-    names = sorted(n for n in free_vars(*assertions) if not n.endswith("_"))
-    consts, stack, seen, want = {}, list(assertions), set(), set(names)
-    while stack and len(consts) < len(want):
-        e = stack.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            if e.decl().name() in want:
-                consts[e.decl().name()] = e
-        elif z3.is_app(e):
-            stack.extend(e.children())
-    pairs = [(consts[n], z3.BitVec(f"x{i}", consts[n].size()) if z3.is_bv(consts[n])
-              else z3.Bool(f"x{i}")) for i, n in enumerate(names)]
-    if pairs:
-        assertions = [z3.substitute(a, *pairs) for a in assertions]
-    lines = smt2_text(assertions).split("\n")
-    isdecl = lambda l: l.startswith("(declare-fun") or l.startswith("(declare-const")
-    head = [l for l in lines if not isdecl(l) and (l.startswith("(set-") or l.startswith("; "))]
-    body = [l for l in lines if not isdecl(l) and l not in head]
-    return "\n".join(head + sorted(l for l in lines if isdecl(l)) + body)
 
 
 def run(lms: list[Lemma], solver: str = "bitwuzla", timeout: float | None = None,
