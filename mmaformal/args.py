@@ -29,7 +29,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["positive_int", "seconds", "nonempty", "writable_dir", "out_file", "out_dir",
+__all__ = ["positive_int", "seconds", "regex", "nonempty", "writable_dir", "out_file", "out_dir",
            "dir_problem"]
 
 _Err = argparse.ArgumentTypeError
@@ -75,6 +75,16 @@ def nonempty(text: str) -> str:
     directory)."""
     if not str(text).strip():
         raise _Err("empty path (name a file or directory; '.' for the current one)")
+    return text
+
+
+def regex(text: str) -> str:
+    """A regular expression (checked to compile; returned as text)."""
+    import re
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({e})") from None
     return text
 
 

@@ -179,18 +179,7 @@ def _recheck(args) -> int:
     if not args.timeout > 0:
         raise ValueError(f"store recheck: --timeout {args.timeout}: give a positive number of seconds")
     if args.records:
-        items = []
-        for r in args.records:
-            p = Path(r)
-            try:
-                rec = json.loads(p.read_text())
-            except OSError as e:
-                raise ValueError(f"store recheck: {r}: cannot read it ({e.strerror or e})") from None
-            except ValueError:
-                raise ValueError(f"store recheck: {r}: not a JSON record") from None
-            if not isinstance(rec, dict):
-                raise ValueError(f"store recheck: {r}: not a JSON record")
-            items.append((p, rec))
+        items = [_read_record("recheck", r) for r in args.records]
     else:
         seen, items = set(), []
         for d in _proof_roots():
@@ -216,22 +205,28 @@ def _recheck(args) -> int:
     return 1 if bad else 0
 
 
+def _read_record(verb: str, r: str) -> tuple[Path, dict]:
+    """(path, record) of a record file named on the command line; a one-line ValueError."""
+    p = Path(r)
+    try:
+        rec = json.loads(p.read_text())
+    except OSError as e:
+        raise ValueError(f"store {verb}: {r}: cannot read it ({e.strerror or e})") from None
+    except ValueError:
+        raise ValueError(f"store {verb}: {r}: not a JSON record") from None
+    if not isinstance(rec, dict):
+        raise ValueError(f"store {verb}: {r}: not a JSON record")
+    return p, rec
+
+
 def _replay(args) -> int:
     from .query import cex
     if args.records:
-        recs = []
-        for r in args.records:
-            p = Path(r)
-            try:
-                rec = json.loads(p.read_text())
-            except OSError as e:
-                raise ValueError(f"store replay: {r}: cannot read it ({e.strerror or e})") from None
-            except ValueError:
-                raise ValueError(f"store replay: {r}: not a JSON record") from None
-            if not isinstance(rec, dict) or not {"kind", "runs", "models", "check"} <= set(rec):
+        recs = [_read_record("replay", r) for r in args.records]
+        for (p, rec), r in zip(recs, args.records):
+            if not {"kind", "runs", "models", "check"} <= set(rec):
                 raise ValueError(f"store replay: {r}: not a counterexample record (kind, runs, "
                                  f"models, check)")
-            recs.append((p, rec))
     else:
         recs = cex.read_all()
     rows = []

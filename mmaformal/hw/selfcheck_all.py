@@ -75,18 +75,9 @@ def _ns(text: str) -> tuple[int, ...]:
     return ns
 
 
-def _regex(text: str) -> str:
-    import re  # noqa: PLC0415
-    try:
-        re.compile(text)
-    except re.error as e:
-        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({e})") from None
-    return text
-
-
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """`mmaformal hw selfcheck` (subparsers: the hw sub-verbs)."""
-    from ..args import positive_int  # noqa: PLC0415
+    from ..args import positive_int, regex  # noqa: PLC0415
     ap = subparsers.add_parser("selfcheck", help="compile, self-check, probe, disassemble and "
                                "time every harness kernel on the GPU",
                                description=__doc__.split("\n\n")[0])
@@ -98,7 +89,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     help="probe passing wgmma forms up to this N (failing ones always)")
     ap.add_argument("--speed-dots", type=positive_int, default=10_000_000)
     ap.add_argument("--no-speed", action="store_true")
-    ap.add_argument("--match", default="", type=_regex, help="only instructions matching this regex")
+    ap.add_argument("--match", default="", type=regex, help="only instructions matching this regex")
     return ap
 
 

@@ -631,18 +631,9 @@ def _worker(args):
         return {"instruction": name, "error": f"{type(e).__name__}: {str(e)[:400]}"}
 
 
-def _regex(text: str) -> str:
-    try:
-        re.compile(text)
-    except re.error as e:
-        import argparse
-        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({e})") from None
-    return text
-
-
 def add_parser(subparsers):
     """`mmaformal hw wgmma-sp` (subparsers: the hw sub-verbs)."""
-    from ..args import positive_int, seconds
+    from ..args import positive_int, regex, seconds
     p = subparsers.add_parser(
         "wgmma-sp", help="the sparse wgmma device batch: metadata probes, self-checks and "
         "campaigns (or --names: dense sm90 forms); --replay decides records on the CPU",
@@ -656,7 +647,7 @@ def add_parser(subparsers):
     p.add_argument("--workers", type=positive_int, default=15, metavar="W")
     p.add_argument("--budget", type=seconds, default=480.0, metavar="S", help="seconds after "
                    "which no new campaign starts")
-    p.add_argument("--match", default="", type=_regex, help="only forms matching this regex")
+    p.add_argument("--match", default="", type=regex, help="only forms matching this regex")
     p.add_argument("--tar", type=Path, metavar="FILE.tgz")
     p.add_argument("--names", type=Path, metavar="FILE", help="a file of dense sm90 forms (wgmma, "
                    "mma, wmma; one per line) to run instead of the sparse forms and the integer "
