@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mmaformal import theory as T  # noqa: E402
-from mmaformal.query import decompose as X  # noqa: E402
 from mmaformal.query import distinguish as D  # noqa: E402
-from mmaformal.query import prove as P  # noqa: E402
+from mmaformal.query.claims import CLAIMS  # noqa: E402
+from mmaformal.query.claims import symmetry as CS  # noqa: E402
 
 
 def raw_tfdpa(K: int, F: int) -> D.Model:
@@ -61,7 +61,7 @@ def bench_symmetry(solver: str, K: int, timeout: float, method: str) -> dict:
     D.CACHE.root = None
     m = raw_tfdpa(K, 25)
     t0 = time.perf_counter()
-    res = P.prove_symmetry(m, solver, timeout, method, False, None, ("int", "numpy"), False)
+    res = CS.prove_symmetry(m, solver, timeout, method, False, None, ("int", "numpy"), False)
     d = {"status": res["status"], "total": round(time.perf_counter() - t0, 3),
          "method": res["method"]}
     if res.get("parts"):
@@ -116,7 +116,7 @@ def bench_store(timeout: float) -> dict:
         n += 1
         if r.status != "unsat":
             bad.append(q.name)
-    for g in P.CLAIMS:
+    for g in CLAIMS:
         for p in sorted((PROOFS / g).glob("*.json")) if (PROOFS / g).exists() else []:
             rec = json.loads(p.read_text())
             if rec.get("method") != "decomposed" and rec.get("query"):

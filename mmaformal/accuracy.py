@@ -1,7 +1,8 @@
 """Layer 5 front end, accuracy: the numerical error of an instruction against the exact result.
 
-May import: numpy, mmaformal.emulate, mmaformal.classes, mmaformal.isa, mmaformal.theory,
-mmaformal.fp, mmaformal.args (never z3); matplotlib lazily, only to draw (optional extra ``mmaformal[plot]``).
+May import: numpy, mmaformal.emulate, mmaformal.simulate (device placement), mmaformal.classes,
+mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.args (never z3); mmaformal.cuda lazily
+(the verb's --device); matplotlib lazily, only to draw (optional extra ``mmaformal[plot]``).
 
 ``study(instrs, dist=..., n=..., seed=...)`` draws n dot products of length K (default: the
 least common multiple of the instructions' k; each instruction walks K in its own k-steps with
@@ -48,6 +49,17 @@ at most about 0.3 GB + 160 bytes x 2^20 + 64 bytes x n x (instructions + twins)
 whose bound exceeds the memory available, is refused with one line.
 
 Block-scaled instructions run with unit scales (1.0). The verb is ``mmaformal accuracy``.
+
+Device arrays: ``evaluate`` takes its float64 samples, and ``stats`` its errors, also as torch
+tensors (CUDA or CPU), CuPy arrays or other CUDA ``__dlpack__`` objects (``simulate.placement``;
+all on one device, else a one-line ValueError, as is a device array without a usable CUDA
+back-end). The reference is exact host arithmetic (math.fsum / Fraction) by design, so the
+samples are copied to the host once; the instruction's dot products then run on the GPU
+(``device`` defaults to "auto" for device samples) and a Result holds host (numpy) errors:
+statistics, not raw bits, so no result goes back to the device.
+
+Invariant: the statistics are those of the exact errors of the instruction's own arithmetic on
+the rounded samples, whatever the tiling, back-end or device.
 """
 from __future__ import annotations
 
@@ -63,8 +75,9 @@ import numpy as np
 from . import fp, isa
 from . import theory as _theory
 from .classes import from_float
-from .emulate import _SCALE_ONE, dot_lanes, to_float64
+from .emulate import SCALE_ONE, dot_lanes, to_float64
 from .isa import Instruction
+from .simulate import placement
 
 __all__ = ["DISTS", "Result", "sample", "evaluate", "study", "stats", "plot", "rz_twin",
            "add_parser", "run", "REFERENCES"]
@@ -329,7 +342,7 @@ class _Run:
         ins = self.ins
         sc = {}
         if ins.scale:
-            one = np.full((a.shape[0], a.shape[1] // ins.scale_block), _SCALE_ONE[ins.scale],
+            one = np.full((a.shape[0], a.shape[1] // ins.scale_block), SCALE_ONE[ins.scale],
                           dtype=np.uint8)
             sc = dict(scale_a=one, scale_b=one)
         return dot_lanes(ins, a, b, c, theory=self.th, backend=self.backend, device=self.device,
@@ -436,20 +449,41 @@ def _how(ins: Instruction, reference: str) -> str:
     return how
 
 
-def evaluate(instr: "str | Instruction", x: np.ndarray, y: np.ndarray, z: "np.ndarray | None", *,
-             theory=None, label: str | None = None, reference: str = "auto",
-             backend: str = "auto", seed: int = 0, device: str = "cpu") -> Result:
+def evaluate(instr: "str | Instruction", x, y, z, *, theory=None, label: str | None = None,
+             reference: str = "auto", backend: str = "auto", seed: int = 0,
+             device: "str | None" = None) -> Result:
     """One instruction (or a Theory object, e.g. a twin) on float64 samples x, y (n, K), z (n,)
     (None: the adversarial c, made from the rounded products), all at once (`study` walks
-    the same computation in tiles)."""
+    the same computation in tiles). x, y, z: numpy arrays, or device arrays / torch tensors
+    (copied to the host once: module docstring); device: "cpu", "cuda", "auto", or None
+    (default: "auto" for device samples, else "cpu")."""
     ins = instr if isinstance(instr, Instruction) else isa.lookup(instr)
     th = _theory.default().resolve(ins, theory)
+    pl = placement(ins.name, x=x, y=y, z=z)
+    if device is None:
+        device = "auto" if pl.on_device else "cpu"
+    x, y, z = (_samples_in(pl.host(v, r, ins.name), r, ins.name)
+               for v, r in ((x, "x"), (y, "y"), (z, "z")))
+    if x.ndim != 2 or y.shape != x.shape or (z is not None and z.shape != x.shape[:1]):
+        raise ValueError(f"{ins.name}: evaluate takes x and y of one shape (n, K) and z (n,) or "
+                         f"None, got {x.shape}, {y.shape}, {None if z is None else z.shape}")
     n, K = x.shape
     if K % ins.k:
         raise ValueError(f"{ins.name}: K = {K} is not a multiple of its k = {ins.k}")
     run = _Run(ins, th, label or ins.name, _how(ins, reference), K, backend, device, seed)
     run.whole(x, y, z, 0)
     return run.result()
+
+
+def _samples_in(v, role: str, where: str):
+    """Samples (or errors) as a float64 numpy array (None stays None); other kinds of numbers
+    are a one-line ValueError."""
+    if v is None:
+        return None
+    v = np.asarray(v)
+    if v.dtype.kind not in "fiu" and not v.dtype.name.startswith(("float", "bfloat")):
+        raise ValueError(f"{where}: {role} must hold real numbers (float64 samples), got {v.dtype.name}")
+    return v.astype(np.float64, copy=False)
 
 
 def _max_finite(fmt_name: str) -> float:
@@ -602,7 +636,11 @@ def study(instrs: "Sequence[str | Instruction]", *, dist: str = "normal", n: int
 
 
 def stats(err: np.ndarray, err_ulp: np.ndarray, nonfinite: int = 0) -> dict:
-    """Summary statistics (see the module docstring); plain floats, JSON-ready."""
+    """Summary statistics (see the module docstring); plain floats, JSON-ready. err, err_ulp:
+    numpy arrays, or device arrays / torch tensors (read on the host)."""
+    pl = placement("stats", err=err, err_ulp=err_ulp)
+    err, err_ulp = (_samples_in(pl.host(v, r, "stats"), r, "stats")
+                    for v, r in ((err, "err"), (err_ulp, "err_ulp")))
     n = int(len(err))
     out: dict[str, Any] = {"n": n, "nonfinite": int(nonfinite)}
     if n == 0:

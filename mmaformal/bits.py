@@ -42,7 +42,7 @@ def bitlen(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def _range(w: int, s: bool) -> tuple[int, int]:
+def int_range(w: int, s: bool) -> tuple[int, int]:
     return (-(1 << (w - 1)), (1 << (w - 1)) - 1) if s else (0, (1 << w) - 1)
 
 
@@ -259,7 +259,7 @@ class _Concrete(Backend):
     """Shared code of the two concrete back-ends (values are mathematical integers)."""
 
     def _check(self, r: Any, w: int, s: bool, op: str) -> None:
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         if self._any_outside(r, lo, hi):
             raise OverflowError(f"{op} overflows {'s' if s else 'u'}{w}")
 
@@ -304,7 +304,7 @@ class _Concrete(Backend):
             return self._mk(x.w, x.s, self._narrow(r, x.w, x.s))
         if n < 0:
             raise ValueError("negative shift")
-        lo, hi = _range(x.w, x.s)
+        lo, hi = int_range(x.w, x.s)
         if self._any_outside(x.v, lo >> n, hi >> n):
             raise OverflowError(f"shl by {n} overflows {x.type_name()}")
         return self._mk(x.w, x.s, x.v << n)
@@ -361,7 +361,7 @@ class IntBackend(_Concrete):
     name = "int"
 
     def const(self, value, w, s):
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         if not lo <= value <= hi:
             raise OverflowError(f"constant {value} does not fit {'s' if s else 'u'}{w}")
         return BV(self, w, s, int(value))
@@ -370,7 +370,7 @@ class IntBackend(_Concrete):
         return Bool(self, bool(b))
 
     def lift(self, data, w, s=False):
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         v = int(data)
         if not lo <= v <= hi:
             raise ValueError(f"value {v} does not fit {'s' if s else 'u'}{w}")
@@ -429,7 +429,7 @@ class NumpyBackend(_Concrete):
     name = "numpy"
 
     def const(self, value, w, s):
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         if not lo <= value <= hi:
             raise OverflowError(f"constant {value} does not fit {'s' if s else 'u'}{w}")
         return BV(self, w, s, np.int64(value) if w <= 62 else int(value))
@@ -451,7 +451,7 @@ class NumpyBackend(_Concrete):
             if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
                 raise ValueError(f"values do not fit {'s' if s else 'u'}{w}")
             a = a.astype(np.int64)
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         if a.size and self._any_outside(a, lo, hi):
             raise ValueError(f"values do not fit {'s' if s else 'u'}{w}")
         return BV(self, w, s, a)
@@ -503,7 +503,7 @@ class NumpyBackend(_Concrete):
     def shl(self, x, n):
         if isinstance(n, BV) and _np_dtype(x.w) is not object:
             av = self._clamp_amount(n, x.w + 1)
-            lo, hi = _range(x.w, x.s)
+            lo, hi = int_range(x.w, x.s)
             # check before shifting: x must lie in [lo >> a, hi >> a] lane by lane
             if self._any_outside_lanes(x.v, np.right_shift(lo, av), np.right_shift(hi, av)):
                 raise OverflowError(f"shl overflows {x.type_name()}")
@@ -616,7 +616,7 @@ class Z3Backend(Backend):
         self.z3 = z3
 
     def const(self, value, w, s):
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         if not lo <= value <= hi:
             raise OverflowError(f"constant {value} does not fit {'s' if s else 'u'}{w}")
         return BV(self, w, s, self.z3.BitVecVal(value % (1 << w), w))
@@ -691,10 +691,10 @@ class Z3Backend(Backend):
             xv = z3.SignExt(wide - x.w, x.v) if x.s else z3.ZeroExt(wide - x.w, x.v)
             av = self._amount(n, wide, x.w + 1)
             r = xv << av
-            lo, hi = _range(x.w, x.s)
+            lo, hi = int_range(x.w, x.s)
             self._ob(z3.And(r >= lo, r <= hi) if x.s else z3.ULE(r, hi))
             return BV(self, x.w, x.s, z3.Extract(x.w - 1, 0, r))
-        lo, hi = _range(x.w, x.s)
+        lo, hi = int_range(x.w, x.s)
         if n >= x.w:
             self._ob(x.v == 0)
             return BV(self, x.w, x.s, z3.BitVecVal(0, x.w))

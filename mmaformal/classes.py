@@ -71,7 +71,7 @@ def _fields(f: fp.Format, sign, E, T) -> np.ndarray:
     return (v << f.pad).astype(_DT[f.storage])
 
 
-def _specials(f: fp.Format) -> list[int]:
+def special_codes(f: fp.Format) -> list[int]:
     s = [0, f.sign_bit << f.pad] if f.signed and f.nan != "negzero" else [0]
     if f.inf:
         s += [f.inf_code << f.pad, (f.inf_code | f.sign_bit) << f.pad]
@@ -224,10 +224,10 @@ def generate(klass: str, fa, fb, fc, K: int, n: int, rng: np.random.Generator):
     if klass == "special":
         for arr, f in ((a, fa), (b, fb)):
             m = rng.random(arr.shape) < 0.05
-            sp = np.array(_specials(f), dtype=np.uint64).astype(arr.dtype)
+            sp = np.array(special_codes(f), dtype=np.uint64).astype(arr.dtype)
             arr[m] = sp[rng.integers(0, len(sp), size=int(m.sum()))]
         m = rng.random(n) < 0.1
-        sp = np.array(_specials(fc), dtype=np.uint64).astype(c.dtype)
+        sp = np.array(special_codes(fc), dtype=np.uint64).astype(c.dtype)
         c[m] = sp[rng.integers(0, len(sp), size=int(m.sum()))]
     return a, b, c
 

@@ -290,13 +290,13 @@ def _theory_row(ts, t) -> dict:
 def _cmd_simulate(args) -> int:
     from . import isa
     from . import theory as T
-    from .simulate import load_npy, save_npy, simulate
+    from .simulate import load_npy, pick_device, save_npy, simulate
     ins = isa.lookup(args.instr)
     th = T.default().resolve(ins, args.theory)
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
     E = load_npy(args.meta, "--meta")
-    device, note = _device(args.device, ins, th)
+    device, note = pick_device(args.device, ins, th)
     t0 = time.perf_counter()
     D = simulate(ins, A, B, C, SA, SB, theory=th, meta=E, device=device)
     dt = time.perf_counter() - t0
@@ -310,22 +310,6 @@ def _cmd_simulate(args) -> int:
         print(f"{ins.name}: wrote {written} {tuple(D.shape)} {D.dtype.name} "
               f"({D.size} dot products, theory {th.id} [{th.status}], {dt:.3f} s)")
     return 0
-
-
-def _device(requested: str, ins, th) -> tuple[str, str]:
-    """The device a verb runs on ('cpu' | 'cuda') and why (shown under --json); --device cuda
-    without a usable GPU, or for a theory without a GPU form, is a one-line error (exit 2)."""
-    if requested == "cpu":
-        return "cpu", "cpu requested"
-    from .cuda import resolve_device, supported
-    dev, note = resolve_device(requested)
-    if dev == "cuda":
-        ok, why = supported(th, ins)
-        if not ok:
-            if requested == "cuda":
-                raise ValueError(f"--device cuda: {ins.name} has no GPU form of theory {th.id} ({why})")
-            return "cpu", f"no GPU form of theory {th.id}: {why}"
-    return dev, note
 
 
 # --------------------------------------------------------------------------------------------

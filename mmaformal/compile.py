@@ -43,7 +43,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _cache
-from .bits import BV, INT, Backend, Bool, _range
+from .bits import BV, INT, Backend, Bool, int_range
 
 __all__ = ["TraceBackend", "Kernel", "compile_kernel", "Unsupported", "available"]
 
@@ -148,7 +148,7 @@ class TraceBackend(Backend):
     # Each traced value carries a static interval [lo, hi] of the values it can take; a
     # range check is emitted only where the interval does not prove it cannot fail.
     def _iv(self, x: BV) -> tuple[int, int]:
-        return self.ivs.get(x.v) or _range(x.w, x.s)
+        return self.ivs.get(x.v) or int_range(x.w, x.s)
 
     def _iv_name(self, name: str) -> tuple[int, int]:
         """The interval of a shift amount (a traced value's name or a clamped copy)."""
@@ -166,7 +166,7 @@ class TraceBackend(Backend):
             self.lines.append(f"W128 {name} = {expr};")
         else:
             self.lines.append(f"W64 {name} = BC({expr});")
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         self.ivs[name] = (lo, hi) if iv is None else (max(lo, iv[0]), min(hi, iv[1]))
         return BV(self, w, s, name)
 
@@ -179,7 +179,7 @@ class TraceBackend(Backend):
 
     def _check(self, name: str, w: int, s: bool, iv: tuple[int, int], lo: int | None = None,
                hi: int | None = None) -> None:
-        rlo, rhi = _range(w, s)
+        rlo, rhi = int_range(w, s)
         lo = rlo if lo is None else lo
         hi = rhi if hi is None else hi
         if lo <= iv[0] and iv[1] <= hi:
@@ -190,7 +190,7 @@ class TraceBackend(Backend):
 
     # -- constructors ----------------------------------------------------------------------
     def const(self, value, w, s):
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         if not lo <= value <= hi:
             raise OverflowError(f"constant {value} does not fit {'s' if s else 'u'}{w}")
         e = _lit(value, w) if w <= 62 else _lit(value, 126)
@@ -213,7 +213,7 @@ class TraceBackend(Backend):
         if _ctype(w) == "W128":
             self.scalar_only = True
         self.lines.append(f"LOAD({_ctype(w)}, {name}, in{idx}, {idx});")
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         self.ivs[name] = (max(lo, 0), min(hi, (1 << storage) - 1))
         return BV(self, w, s, name)
 
@@ -229,7 +229,7 @@ class TraceBackend(Backend):
             ps = (a * c, a * d, b * c, b * d)
             iv = (min(ps), max(ps))
         store = 63 if ct == "W64" else 127
-        lo, hi = _range(x.w, x.s)
+        lo, hi = int_range(x.w, x.s)
         if -(1 << store) <= iv[0] and iv[1] < (1 << store):
             r = self._new(x.w, x.s, f"({x.v} {op} {y.v})",
                           n32=_fits32((a, b), (c, d), iv))
@@ -277,7 +277,7 @@ class TraceBackend(Backend):
         if n >= x.w:
             return self.const(0, x.w, x.s)
         lo, hi = self._iv(x)
-        rlo, rhi = _range(x.w, x.s)
+        rlo, rhi = int_range(x.w, x.s)
         if rlo <= lo << n and hi << n <= rhi:        # cannot wrap: a plain shift
             return self._new(x.w, x.s, f"({x.v} << {n})", (lo << n, hi << n),
                              n32=n <= 30 and _fits32((lo, hi), (lo << n, hi << n)))
@@ -306,7 +306,7 @@ class TraceBackend(Backend):
 
     @_folding
     def shl(self, x, n):
-        lo, hi = _range(x.w, x.s)
+        lo, hi = int_range(x.w, x.s)
         xl, xh = self._iv(x)
         if isinstance(n, BV):
             am, amax = self._amount(n, x.w + 1)
@@ -378,7 +378,7 @@ class TraceBackend(Backend):
     @_folding
     def resize(self, x, w, s):
         iv = self._iv(x)
-        lo, hi = _range(w, s)
+        lo, hi = int_range(w, s)
         if not (lo <= iv[0] and iv[1] <= hi):
             self.checks += 1
             ww = max(w, x.w)
@@ -393,7 +393,7 @@ class TraceBackend(Backend):
         if s == x.s:
             return x
         iv = self._iv(x)
-        lo, hi = _range(x.w, s)
+        lo, hi = int_range(x.w, s)
         if lo <= iv[0] and iv[1] <= hi:             # the same value either way
             return self._new(x.w, s, x.v, iv, n32=True)
         m = x.w <= 31

@@ -1,7 +1,9 @@
 """Layer 5 front end, emulate: a whole GEMM with one instruction's exact arithmetic.
 
-May import: numpy, ctypes, mmaformal.compile, mmaformal.cuda (lazily), mmaformal.simulate (array contract),
-mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits, mmaformal.args (never z3).
+May import: numpy, ctypes, mmaformal.compile, mmaformal.cuda (lazily), mmaformal.simulate (array
+contract, device placement, theory and device choice), mmaformal.sparse (lazily), mmaformal.isa,
+mmaformal.theory, mmaformal.fp, mmaformal.bits, mmaformal.args (never z3); torch and CuPy only
+through mmaformal.simulate, only when the caller passed their arrays.
 
 ``matmul(A, B, C, instr)`` computes D = A*B + C for any M, N and K as a GPU kernel's main loop
 built from that instruction would, bit for bit:
@@ -44,11 +46,26 @@ pad_k and scales as here; host inputs in chunks that fit the GPU's memory); ``"a
 the GPU when CuPy can use one and the trace has a CUDA form, else the CPU back-ends above.
 The GPU path gives the same bits (tests marked gpu).
 
+Device arrays (``simulate.placement``): A, B, C and the scales may also be torch CUDA tensors,
+CuPy arrays or other CUDA ``__dlpack__`` objects, all on one device. They are imported zero-copy,
+validated on the device by the rules above, the GEMM runs there (``cuda.gemm`` on device
+arrays: pad_k, split_k and its reduction too) and D comes back on that device as raw bits of
+the D storage dtype: a torch tensor (torch.uintN) when A is one, else a CuPy array. ``device``
+defaults to "auto" for them; "cpu", or a theory without a CUDA form, runs the CPU back-ends on
+host copies and returns D to the device. Torch CPU tensors run on host copies and give a torch
+CPU tensor. ``dot_lanes`` takes the same kinds and returns the same kind; its device lanes go
+through host copies (mmaformal.cuda has no device-resident lanes runner yet).
+
 Also ``dot_lanes(instr, a, b, c)``: n independent K-long dot products (a, b of shape (n, K)),
 chained in k-steps in the same order; the accuracy front end uses it.
 
-Invariant: inputs are validated before any arithmetic (shapes, formats, K divisibility,
-split_k range), each failure a ValueError naming expected vs got.
+Invariants: inputs are validated before any arithmetic (shapes, formats, K divisibility,
+split_k range, devices), each failure a one-line ValueError naming expected vs got; numpy in,
+numpy out; device arrays in, the same bits out on that device.
+
+Public helpers shared with mmaformal.torch: ``resolve_theory``, ``resolve_backend``,
+``check_carry``, ``add_bits`` (the split-K reduction's addition) and ``SCALE_ONE`` (the unit
+block scale of each scale format).
 """
 from __future__ import annotations
 
@@ -65,16 +82,20 @@ from . import fp, isa
 from . import theory as _theory
 from .bits import NUMPY
 from .isa import Instruction
-from .simulate import as_bits, storage_dtype
+from .simulate import as_bits, on_gpu, placement, storage_dtype
+from .simulate import resolve_theory as _resolve_theory
 
-__all__ = ["matmul", "dot_lanes", "to_float64", "step_kernel", "BACKENDS", "add_parser", "run"]
+__all__ = ["matmul", "dot_lanes", "to_float64", "step_kernel", "BACKENDS", "add_parser", "run",
+           "resolve_theory", "resolve_backend", "check_carry", "add_bits", "SCALE_ONE"]
 
 BACKENDS = ("auto", "compiled", "numpy")
 
 #: Lanes per numpy pass (bounded memory, amortised Python overhead).
 NUMPY_CHUNK = 1 << 15
 
-_SCALE_ONE = {"ue8m0": 0x7F, "ue4m3": 0x38}
+#: the raw bits of the block scale 1.0 in each scale format (pad_k's padded scales, and the
+#: unit scales of accuracy and mmaformal.torch)
+SCALE_ONE = {"ue8m0": 0x7F, "ue4m3": 0x38}
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,7 +158,7 @@ def step_kernel(instr: "str | Instruction", theory=None):
     b_0..b_{k-1}, c, then (block-scaled) scale_a_0.., scale_b_0.. as 1-D lanes; output d.
     Traced from ``Theory.dot`` once per (instruction, theory hash) and cached."""
     ins = _ins(instr)
-    th = _resolve(ins, theory)
+    th = resolve_theory(ins, theory)
     return _step(ins, th).kern
 
 
@@ -162,11 +183,6 @@ def _step(ins: Instruction, th) -> _Step:
         return st
 
 
-def _on_gpu(th, ins, device: str) -> bool:
-    from .simulate import _on_gpu as on_gpu
-    return on_gpu(th, ins, device)
-
-
 def _compiled_ok() -> bool:
     from . import compile as C
     return C.available()[0]
@@ -180,12 +196,10 @@ def _ins(instr) -> Instruction:
     return instr if isinstance(instr, Instruction) else isa.lookup(instr)
 
 
-def _resolve(ins: Instruction, theory):
-    th = _theory.default().resolve(ins, theory)
-    ok, why = th.evaluable
-    if not ok:
-        raise ValueError(f"theory {th.id} cannot be evaluated by this mmaformal.mma: {why}")
-    return th
+def resolve_theory(instr: "str | Instruction", theory=None):
+    """The theory (id, Theory or None: the primary) that runs the instruction, checked to be
+    evaluable by this mmaformal.mma (else ValueError)."""
+    return _resolve_theory(_ins(instr), theory)
 
 
 def _threads(threads: int | None) -> int:
@@ -199,7 +213,9 @@ def _threads(threads: int | None) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _backend(backend: str) -> str:
+def resolve_backend(backend: str) -> str:
+    """The CPU back-end that runs: "compiled" or "numpy" ("auto": compiled where a C compiler
+    exists); an unknown or unavailable one is a ValueError."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "auto":
@@ -210,14 +226,14 @@ def _backend(backend: str) -> str:
     return backend
 
 
-def _mat(x, fmt_name: str, role: str, name: str) -> np.ndarray:
-    X = as_bits(x, fmt_name, role, name)
+def _mat(x, fmt_name: str, role: str, name: str, bits=as_bits, xp=np):
+    X = bits(x, fmt_name, role, name)
     if X.ndim != 2:
         raise ValueError(f"{name}: {role} must be a 2-D matrix, got shape {tuple(X.shape)}")
-    return np.ascontiguousarray(X)
+    return xp.ascontiguousarray(X)
 
 
-def _check_carry(ins: Instruction, nsteps: int, split_k: int) -> None:
+def check_carry(ins: Instruction, nsteps: int, split_k: int) -> None:
     if ins.c != ins.d and (nsteps > 1 or split_k > 1):
         raise ValueError(
             f"{ins.name}: C is {ins.c} but D is {ins.d}, so the accumulator cannot be carried "
@@ -231,7 +247,7 @@ def _check_carry(ins: Instruction, nsteps: int, split_k: int) -> None:
 
 def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None,
            backend: str = "auto", pad_k: bool = False, scale_a=None, scale_b=None,
-           threads: int | None = None, device: str = "cpu") -> np.ndarray:
+           threads: int | None = None, device: "str | None" = None):
     """Raw bits of D = A*B + C with the instruction's exact arithmetic (see the module
     docstring for the K order, split_k, pad_k, formats and back-ends).
 
@@ -239,29 +255,72 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
     (K/scale_block, N) for block-scaled instructions. K must be a multiple of the instruction's
     k unless pad_k. theory: a theory id or Theory (default: the instruction's primary theory).
     threads: worker threads of the compiled back-end (default: the CPUs this process may use).
-    device: "cpu" (default), "cuda" or "auto" (see the module docstring).
+    device: "cpu", "cuda" or "auto"; None (default): "cpu" for host arrays, "auto" for device
+    arrays (torch CUDA tensors, CuPy, CUDA DLPack: D comes back on their device, of A's kind;
+    see the module docstring).
     """
     ins = _ins(instr)
+    th = resolve_theory(ins, theory)
+    be = resolve_backend(backend)
+    named = dict(A=A, B=B, C=C, scale_a=scale_a, scale_b=scale_b)
+    pl = placement(ins.name, **named)
+    if pl.kind != "numpy":
+        dev = device if device is not None else "auto" if pl.on_device else "cpu"
+        if not pl.on_device or dev == "cpu" or not on_gpu(th, ins, dev):
+            h = {r: pl.host(x, r, ins.name) for r, x in named.items()}     # the CPU back-ends
+            return pl.wrap(matmul(h["A"], h["B"], h["C"], ins, split_k=split_k, theory=th,
+                                  backend=be, pad_k=pad_k, scale_a=h["scale_a"],
+                                  scale_b=h["scale_b"], threads=threads,
+                                  device="cpu" if pl.on_device else dev))
+        import cupy
+        from . import cuda
+        with pl.context():
+            Am, Bm, Cm, SA, SB, spans = _gemm_operands(ins, named, pad_k, split_k, pl.bits, cupy)
+            if 0 in Cm.shape:
+                return pl.wrap(cupy.empty(Cm.shape, dtype=storage_dtype(ins.d)))
+            return pl.wrap(cuda.gemm(th, ins, Am, Bm, Cm, SA, SB, spans, device_arrays=True))
+    device = "cpu" if device is None else device
+    gpu = device != "cpu" and on_gpu(th, ins, device)
+    Am, Bm, Cm, SA, SB, spans = _gemm_operands(ins, named, pad_k, split_k)
+    M, N = Am.shape[0], Bm.shape[1]
+    if M == 0 or N == 0:
+        return np.empty((M, N), dtype=storage_dtype(ins.d))
+    if gpu:
+        from . import cuda
+        return cuda.gemm(th, ins, Am, Bm, Cm, SA, SB, spans)
+    run = _gemm_compiled if be == "compiled" else _gemm_numpy
+    if len(spans) == 1:
+        return run(ins, th, Am, Bm, Cm, SA, SB, 0, spans[0][1], threads)
+    zero = np.zeros((M, N), dtype=storage_dtype(ins.c))
+    D = Cm
+    for s0, s1 in spans:
+        P = run(ins, th, Am, Bm, zero, SA, SB, s0, s1, threads)
+        D = add_bits(ins.d, D, P, be)
+    return D
+
+
+def _gemm_operands(ins: Instruction, ops: dict, pad_k: bool, split_k: int, bits=as_bits, xp=np):
+    """matmul's validated operands (A, B, C, scale_a, scale_b: contiguous raw bits, K padded
+    when pad_k) and the K-step spans [(s0, s1)] of the split_k parts. bits, xp: `as_bits` and
+    numpy, or a device Placement's reader and CuPy."""
     name = ins.name
-    th = _resolve(ins, theory)
-    be = _backend(backend)
-    gpu = device != "cpu" and _on_gpu(th, ins, device)
-    Am = _mat(A, ins.a, "A", name)
-    Bm = _mat(B, ins.b, "B", name)
+    Am = _mat(ops["A"], ins.a, "A", name, bits, xp)
+    Bm = _mat(ops["B"], ins.b, "B", name, bits, xp)
     M, K = Am.shape
     K2, N = Bm.shape
     if K2 != K:
         raise ValueError(f"{name}: A is {M}x{K} and B is {K2}x{N}: inner dimensions differ "
                          f"({K} != {K2})")
-    if C is None:
-        Cm = np.zeros((M, N), dtype=storage_dtype(ins.c))
+    if ops["C"] is None:
+        Cm = xp.zeros((M, N), dtype=storage_dtype(ins.c))
     else:
-        Cm = _mat(C, ins.c, "C", name)
+        Cm = _mat(ops["C"], ins.c, "C", name, bits, xp)
         if Cm.shape != (M, N):
             raise ValueError(f"{name}: C must have shape ({M}, {N}) (A rows x B columns), got "
                              f"{tuple(Cm.shape)}")
     k = ins.k
     SA = SB = None
+    scale_a, scale_b = ops["scale_a"], ops["scale_b"]
     if ins.scale:
         sbk = ins.scale_block
         if scale_a is None or scale_b is None:
@@ -269,8 +328,8 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
                              f"of K): pass scale_a ({M}, K/{sbk}) and scale_b (K/{sbk}, {N})")
         if K % sbk:
             raise ValueError(f"{name}: K = {K} is not a multiple of the scale block {sbk}")
-        SA = _mat(scale_a, ins.scale, "scale_a", name)
-        SB = _mat(scale_b, ins.scale, "scale_b", name)
+        SA = _mat(scale_a, ins.scale, "scale_a", name, bits, xp)
+        SB = _mat(scale_b, ins.scale, "scale_b", name, bits, xp)
         if SA.shape != (M, K // sbk):
             raise ValueError(f"{name}: scale_a must have shape ({M}, {K // sbk}), got {tuple(SA.shape)}")
         if SB.shape != (K // sbk, N):
@@ -283,40 +342,27 @@ def matmul(A, B, C, instr: "str | Instruction", *, split_k: int = 1, theory=None
                              f"k = {k} (pass pad_k=True / --pad-k to zero-pad A's columns and "
                              f"B's rows to K = {max(k, -(-K // k) * k)})")
         Kp = -(-K // k) * k
-        Am = np.ascontiguousarray(np.pad(Am, ((0, 0), (0, Kp - K))))
-        Bm = np.ascontiguousarray(np.pad(Bm, ((0, Kp - K), (0, 0))))
+        Am = xp.ascontiguousarray(xp.pad(Am, ((0, 0), (0, Kp - K))))
+        Bm = xp.ascontiguousarray(xp.pad(Bm, ((0, Kp - K), (0, 0))))
         if ins.scale:
-            one = _SCALE_ONE[ins.scale]
+            one = SCALE_ONE[ins.scale]
             nb = (Kp - K) // ins.scale_block
-            SA = np.ascontiguousarray(np.pad(SA, ((0, 0), (0, nb)), constant_values=one))
-            SB = np.ascontiguousarray(np.pad(SB, ((0, nb), (0, 0)), constant_values=one))
+            SA = xp.ascontiguousarray(xp.pad(SA, ((0, 0), (0, nb)), constant_values=one))
+            SB = xp.ascontiguousarray(xp.pad(SB, ((0, nb), (0, 0)), constant_values=one))
         K = Kp
     nsteps = K // k
     if ins.sparse:         # A dense, 2:4 (tf32 1:2, s4/u4 pairs) in every group; metadata derived
-        from . import sparse as _sp
+        from . import sparse as _sp                 # (host arrays: sparse has no GPU form)
         _sp.compress(Am.reshape(M, nsteps, k).swapaxes(0, 1), ins, f"{name} (K-step, row)")
     split_k = int(split_k)
     if not 1 <= split_k <= nsteps:
         raise ValueError(f"{name}: split_k must be in 1..{nsteps} (K / k = {K} / {k}), got {split_k}")
-    _check_carry(ins, nsteps, split_k)
-    if M == 0 or N == 0:
-        return np.empty((M, N), dtype=storage_dtype(ins.d))
-    parts = [p for p in np.array_split(np.arange(nsteps), split_k)]
-    if gpu:
-        from . import cuda
-        return cuda.gemm(th, ins, Am, Bm, Cm, SA, SB, [(int(p[0]), int(p[-1]) + 1) for p in parts])
-    run = _gemm_compiled if be == "compiled" else _gemm_numpy
-    if split_k == 1:
-        return run(ins, th, Am, Bm, Cm, SA, SB, 0, nsteps, threads)
-    zero = np.zeros((M, N), dtype=storage_dtype(ins.c))
-    D = Cm
-    for p in parts:
-        P = run(ins, th, Am, Bm, zero, SA, SB, int(p[0]), int(p[-1]) + 1, threads)
-        D = _add(ins.d, D, P, be)
-    return D
+    check_carry(ins, nsteps, split_k)
+    spans = [(int(p[0]), int(p[-1]) + 1) for p in np.array_split(np.arange(nsteps), split_k)]
+    return Am, Bm, Cm, SA, SB, spans
 
 
-def _add(fmt_name: str, x: np.ndarray, y: np.ndarray, be: str) -> np.ndarray:
+def add_bits(fmt_name: str, x: np.ndarray, y: np.ndarray, be: str) -> np.ndarray:
     """Elementwise IEEE 754 RNE addition in format fmt_name (the split-K reduction); integer
     formats: wrap-around addition."""
     f = fp.fmt(fmt_name)
@@ -436,15 +482,26 @@ def _gemm_numpy(ins, th, A, B, C, SA, SB, s0, s1, threads=None) -> np.ndarray:
 
 def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str = "auto",
               scale_a=None, scale_b=None, threads: int | None = None,
-              device: str = "cpu") -> np.ndarray:
+              device: "str | None" = None):
     """n independent dot products d_l = c_l + sum_k a[l, k] b[l, k] (raw bits in, raw bits of
     D out), each K = a.shape[1] long and walked in the instruction's k-steps exactly as
     ``matmul`` does (D_0 = c, D_{s+1} = instr(a[:, blk s], b[:, blk s], D_s)).
-    a, b: (n, K); c: (n,); scale_a, scale_b: (n, K / scale_block) for block-scaled ones."""
+    a, b: (n, K); c: (n,); scale_a, scale_b: (n, K / scale_block) for block-scaled ones.
+    device: as matmul's; device arrays (and torch CPU tensors) run on host copies and give
+    their kind back (see the module docstring)."""
     ins = _ins(instr)
     name = ins.name
-    th = _resolve(ins, theory)
-    be = _backend(backend)
+    th = resolve_theory(ins, theory)
+    be = resolve_backend(backend)
+    named = dict(a=a, b=b, c=c, scale_a=scale_a, scale_b=scale_b)
+    pl = placement(name, **named)
+    if pl.kind != "numpy":
+        dev = device if device is not None else "auto" if pl.on_device else "cpu"
+        gpu = dev != "cpu" and on_gpu(th, ins, dev)
+        h = {r: pl.host(x, r, name) for r, x in named.items()}
+        return pl.wrap(dot_lanes(ins, h["a"], h["b"], h["c"], theory=th, backend=be,
+                                 scale_a=h["scale_a"], scale_b=h["scale_b"], threads=threads,
+                                 device="cuda" if gpu else "cpu"))
     a = as_bits(a, ins.a, "a", name)
     b = as_bits(b, ins.b, "b", name)
     c = as_bits(c, ins.c, "c", name)
@@ -456,7 +513,7 @@ def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str 
     if K == 0 or K % k:
         raise ValueError(f"{name}: K = {K} is not a positive multiple of the instruction's k = {k}")
     nsteps = K // k
-    _check_carry(ins, nsteps, 1)
+    check_carry(ins, nsteps, 1)
     sa = sb = None
     if ins.scale:
         if scale_a is None or scale_b is None:
@@ -473,7 +530,7 @@ def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str 
     if n == 0:
         return np.empty(0, dtype=ddt)
     wa, wb, wc, wd = _storages(ins)
-    if device != "cpu" and _on_gpu(th, ins, device):
+    if device not in (None, "cpu") and on_gpu(th, ins, device):
         from . import cuda
         return cuda.dot_module(th, ins).lanes_host(np.ascontiguousarray(a), np.ascontiguousarray(b),
                                                    np.ascontiguousarray(c), sa, sb)
@@ -562,9 +619,9 @@ def run(args) -> int:
     th = _theory.default().resolve(ins, args.theory)
     A, B, C = load_npy(args.a, "--a"), load_npy(args.b, "--b"), load_npy(args.c, "--c")
     SA, SB = load_npy(args.scale_a, "--scale-a"), load_npy(args.scale_b, "--scale-b")
-    be = _backend(args.backend)
-    from .cli import _device
-    device, note = _device(args.device, ins, th)
+    be = resolve_backend(args.backend)
+    from .simulate import pick_device
+    device, note = pick_device(args.device, ins, th)
     t0 = time.perf_counter()
     D = matmul(A, B, C, ins, split_k=args.split_k, theory=th, backend=be, pad_k=args.pad_k,
                scale_a=SA, scale_b=SB, threads=args.threads, device=device)

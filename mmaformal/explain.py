@@ -4,8 +4,8 @@ May import: mmaformal.isa, mmaformal.theory, mmaformal.mma, mmaformal.fp, mmafor
 mmaformal.simulate (value helpers). Never z3.
 
 ``explain(instr, a, b, c, ...)`` evaluates one K-long dot product of an instruction with its
-theory on the int back-end, with ``mma.TRACE`` set, and turns the notes the elementary operations
-leave (``mma._note``) into a report: the decoded operands, the exact products, e_max, each aligned
+theory on the int back-end, with the trace on (``mmaformal.trace``), and turns the records the
+elementary operations leave into a report: the decoded operands, the exact products, e_max, each aligned
 term and the bits truncated from it, the fixed-point sum, the output conversion, and which
 special-value rule fired. ``render(report)`` prints it as text; the report itself is plain
 JSON-able data (bit patterns as hex strings, values as exact decimal strings).
@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import fp, isa, mma
+from . import fp, isa, mma, trace
 from . import theory as _theory
 from .bits import BV, INT, Bool
 from .isa import Instruction
@@ -127,7 +127,7 @@ def explain(instr: "str | Instruction", a: Sequence[int], b: Sequence[int], c: i
         a_in, em = _sp.dense_row(ins, a_in, ins.name)
         meta = [INT.const(x, 8, False) for x in em]
         report["operands"]["metadata"] = em
-    with mma.tracing() as notes:
+    with trace.tracing() as notes:
         d = th.dot(INT, [INT.const(x, wa, False) for x in a_in],
                    [INT.const(int(x), wb, False) for x in B], INT.const(int(C[0]), wc, False), sa, sb,
                    meta)
@@ -157,9 +157,10 @@ def _classify(x: dict) -> str:
     return "nan" if v == "nan" else "inf" if v in ("inf", "-inf") else "zero" if v in ("0", "-0") else "finite"
 
 
-def _special_rule(th, ins, ops, k_ids: list[int], flags: dict, with_c: bool) -> str:
-    """Which rule of [Xie2025] sec. 4.2 decided the result of one block."""
-    nan, pinf, ninf = (_b(flags.get(k)) for k in ("nan", "pinf", "ninf"))
+def _special_rule(th, ins, ops, k_ids: list[int], flags, with_c: bool) -> str:
+    """Which rule of [Xie2025] sec. 4.2 decided the result of one block (flags: a
+    trace.Special or trace.EFdpa record)."""
+    nan, pinf, ninf = (_b(x) for x in (flags.nan, flags.pinf, flags.ninf))
     if not (nan or pinf or ninf):
         return "none (finite path)"
     if nan:
@@ -181,150 +182,216 @@ def _special_rule(th, ins, ops, k_ids: list[int], flags: dict, with_c: bool) -> 
 
 
 def _steps(th: _theory.Theory, ins: Instruction, notes: list, ops: dict) -> list[dict]:
-    out_fmt = mma.rho_of(th.param_dict["rho"])[2].name if "rho" in th.param_dict else ins.d
-    steps: list[dict] = []
-    perm = list(range(ins.k))
-    cur: dict | None = None
-    k_ids: list[int] = list(range(ins.k))
-    sums_in_block = 0
-    first_block = True
-    i = 0
-    while i < len(notes):
-        label, v = notes[i]
-        i += 1
-        if label == "convert_operands":
-            steps.append({"step": "convert operands", "to": v["to"],
-                          "a": [_elem(x.v, v["to"])["bits"] for x in v["a"]],
-                          "b": [_elem(x.v, v["to"])["bits"] for x in v["b"]],
-                          "text": f"A and B converted exactly to {v['to']}"})
-        elif label == "convert_c":
-            steps.append({"step": "convert c", "to": v["to"], **_elem(v["c"].v, v["to"]),
-                          "text": f"C converted exactly to the {v['to']} accumulator"})
-        elif label == "round_d":
-            steps.append({"step": "round d", "from": v["from"], **_elem(v["d"].v, ins.d),
-                          "text": f"the {v['from']} result rounded to {ins.d}, RNE"})
-        elif label == "k_order":
-            perm = list(v["perm"])
-            steps.append({"step": "k order", "order": v["order"], "perm": perm,
-                          "text": f"k order {v['order']}: " + " ".join(map(str, perm))})
-        elif label == "block":
-            k0, L = v["k0"], v["L"]
-            k_ids = perm[k0:k0 + L]
-            cf = (ins.d if th.accumulate == "add" else (th.accumulator or ins.c)) \
-                if first_block else out_fmt
-            first_block = False
-            sums_in_block = 0
-            cur = {"step": "block", "k": k_ids, "accumulator_in": _elem(v["c"].v, cf)}
-            steps.append(cur)
-        elif label == "fused_sum":
-            terms = v["terms"]
-            F, emax = v["F"], v["e_max"].v
-            aligned = []
-            while i < len(notes) and notes[i][0] == "aligned":
-                aligned.append(notes[i][1].v)
-                i += 1
-            S = None
-            if i < len(notes) and notes[i][0] == "S":
-                S = notes[i][1].v
-                i += 1
-            labels = _labels(th, ins, len(terms), k_ids, sums_in_block)
-            all_zero = all(_b(t.zero) for t in terms)
-            rows = []
-            for lab, t, e, q in zip(labels, terms, v["e"], aligned):
-                ex = _term_value(t)
-                row = {"term": lab, "exact": decimal(ex) if not isinstance(ex, str) else ex,
-                       "exp": e.v, "aligned_units": q,
-                       "aligned": _units(q, emax - F)}
-                if not isinstance(ex, str) and not _b(t.zero):
-                    row["truncated"] = decimal(ex - Fraction(q) * Fraction(2) ** (emax - F))
-                elif _b(t.zero):
-                    row["zero"] = True
-                rows.append(row)
-            what = {0: "", 1: ""}
-            if th.op == "gtr_fdpa":
-                what = {0: " (even products)", 1: " (odd products)"}
-            steps.append({"step": "fused sum" + what.get(sums_in_block, ""), "F": F,
-                          "rounding": v["mode"], "e_max": None if all_zero else emax,
-                          "terms": rows, "S_units": S,
-                          "S": _units(S, emax - F) if S is not None else None,
-                          "text": f"align at e_max = {'(all terms zero)' if all_zero else emax}, "
-                                  f"{v['mode']} to {F} fraction bits (unit 2^{emax - F})"})
-            sums_in_block += 1
-        elif label == "gtr_groups":
-            steps.append({"step": "group sums", "T_even": _units(v["T_even"].v, v["e_even"].v - th.param_dict["F"]),
-                          "T_odd": _units(v["T_odd"].v, v["e_odd"].v - th.param_dict["F"]),
-                          "e_max": v["e_max"].v,
-                          "T": _units(v["T"].v, v["e_max"].v - th.param_dict["F"]),
-                          "text": "group sums aligned at their max and rounded down (RD_F), added"})
-        elif label == "tr_tail":
-            F, F2, E = v["F"], v["F2"], v["E"].v
-            G = F2 + 1 if v.get("tail") == "mmasim" else F2      # mma._tr_tail: T' in 2^(E-G)
-            steps.append({"step": "rounded sum with c", "E": E,
-                          "T'": _units(v["Tp"].v, E - G), "c'": _units(v["sc"].v, E - F),
-                          "S": _units(v["Tp"].v + (v["sc"].v << (G - F)), E - G),
-                          "text": f"E = max(e_max, Exp(c)) = {E}; T' = RD(T) at 2^(E-{G}), "
-                                  f"c' = RD_F(c), S = T' + c'"})
-        elif label == "tr_renorm":
-            steps.append({"step": "renormalised rounding", "k": v["k"].v,
-                          "text": f"tail mmasim: S normalised (e' >= -126) and rounded down to "
-                                  f"F2 fraction bits ({v['k'].v} bits of S dropped)"})
-        elif label == "convert":
-            S, ex = v["S"].v, v["exp"].v
-            steps.append({"step": "output conversion", "rho": v["rho"],
-                          "exact": _units(S, ex), "text": f"{v['rho']}(S * 2^{ex})"})
-        elif label == "special":
-            fin = v["finite"].v
-            rule = _special_rule(th, ins, ops, k_ids, v, with_c=True)
-            steps.append({"step": "special values", "finite_result": _elem(fin, out_fmt if th.op not in ("tr_fdpa", "gtr_fdpa") else "f32"),
-                          "rule": rule, "text": rule})
-        elif label == "e_fdpa":
-            rule = _special_rule(th, ins, ops, k_ids, v, with_c=True)
-            steps.append({"step": "exact sum", "products": _units(v["P"].v, v["P_exp"]),
-                          "finite_result": _elem(v["finite"].v, ins.d), "rule": rule,
-                          "text": "c + sum of exact products, one RNE rounding; " + rule})
-        elif label == "block_out":
-            if cur is not None:
-                cur["result"] = _elem(v.v, out_fmt)
-            steps.append({"step": "block result", **_elem(v.v, out_fmt)})
-        elif label == "fma_step":
-            steps.append({"step": "fma", "k": v["k"], **_elem(v["acc"].v, ins.d),
-                          "text": f"d = fma(a{v['k']}, b{v['k']}, d)"})
-        elif label == "ftz_step":
-            acc = mma._recode(v["acc"])
-            steps.append({"step": "ftz-add/mul", "k": list(range(v["k0"], v["k0"] + v["P"])),
-                          "partial": _elem(v["s"].v, "f32"), **_elem(acc.v, "f32"),
-                          "text": f"s = pairwise FTZ sum of products k{v['k0']}..k{v['k0'] + v['P'] - 1}; d = FTZ-Add(d, s)"})
-        elif label == "sparse":
-            G, kept = v["G"], v["kept"]
-            em = [int(x.v) for x in v["meta"]]
-            ks = [(j // kept) * G + e for j, e in enumerate(em)]
-            if v["mode"] == "selected":
-                perm = ks              # the fused sums see the kept terms only, k relabelled
-            steps.append({"step": "sparse", "mode": v["mode"], "kept_k": ks,
-                          "text": f"sparse {kept}:{G}, kept k = {_ranges(ks)}; "
-                                  + ("only the kept terms are summed" if v["mode"] == "selected"
-                                     else "A expanded with zeros, all K terms summed")})
-        elif label == "int_block":
-            k0, L = v["k0"], v["L"]
-            k_ids = perm[k0:k0 + L]
-            steps.append({"step": "integer block", "k": k_ids, "accumulator_in": str(v["c"].v),
-                          "products": str(v["sum"].v),
-                          "text": f"block k = {_ranges(k_ids)}: exact sum of products "
-                                  f"{v['sum'].v}, accumulator in {v['c'].v}"})
-        elif label == "int_acc":
-            steps.append({"step": "integer accumulator", "value": str(v.v),
-                          "text": f"accumulator {v.v} (exact, or clamped per step)"})
-        elif label == "int_result":
-            val = v["exact_or_clamped"].v
-            sat = v["saturate"]
-            how = (f".satfinite: clamped to INT32_MIN..INT32_MAX ({v['sat_at']})" if sat
-                   else "wrap-around: low 32 bits, two's complement")
-            steps.append({"step": "integer result", "value": str(val), "saturate": sat,
-                          "sat_at": v["sat_at"], "text": f"{how}: {val}"})
-        elif label == "accumulate_add":
-            steps.append({"step": "add c", "chain": _elem(v["chain"].v, ins.d), "c": _elem(v["c"].v, ins.c),
-                          "text": f"d = RNE-{ins.d}(chain + c) (IEEE add)"})
-    return steps
+    """The report's steps, one per record of the trace in order (a fused sum takes the records
+    of its aligned terms and of its sum that follow it)."""
+    return _Steps(th, ins, ops).run(notes)
+
+
+class _Steps:
+    """The walk over the records of a trace. It carries what later records are read against:
+    the k order, the current block and its k, the number of fused sums in the block so far."""
+
+    def __init__(self, th: _theory.Theory, ins: Instruction, ops: dict):
+        self.th, self.ins, self.ops = th, ins, ops
+        self.out_fmt = mma.rho_of(th.param_dict["rho"])[2].name if "rho" in th.param_dict else ins.d
+        self.steps: list[dict] = []
+        self.perm = list(range(ins.k))
+        self.cur: dict | None = None
+        self.k_ids: list[int] = list(range(ins.k))
+        self.sums_in_block = 0
+        self.first_block = True
+        self.notes: list = []
+        self.i = 0
+
+    def run(self, notes: list) -> list[dict]:
+        self.notes, self.i = notes, 0
+        while self.i < len(notes):
+            v = notes[self.i]
+            self.i += 1
+            for kind, step in _STEPS:
+                if isinstance(v, kind):
+                    step(self, v)
+                    break
+        return self.steps
+
+    # -- the theory's composition around the operation -------------------------------------------
+    def convert_operands(self, v) -> None:
+        self.steps.append({"step": "convert operands", "to": v.to,
+                           "a": [_elem(x.v, v.to)["bits"] for x in v.a],
+                           "b": [_elem(x.v, v.to)["bits"] for x in v.b],
+                           "text": f"A and B converted exactly to {v.to}"})
+
+    def convert_c(self, v) -> None:
+        self.steps.append({"step": "convert c", "to": v.to, **_elem(v.c.v, v.to),
+                           "text": f"C converted exactly to the {v.to} accumulator"})
+
+    def round_d(self, v) -> None:
+        ins = self.ins
+        self.steps.append({"step": "round d", "from": v.src, **_elem(v.d.v, ins.d),
+                           "text": f"the {v.src} result rounded to {ins.d}, RNE"})
+
+    def k_order(self, v) -> None:
+        self.perm = perm = list(v.perm)
+        self.steps.append({"step": "k order", "order": v.order, "perm": perm,
+                           "text": f"k order {v.order}: " + " ".join(map(str, perm))})
+
+    def sparse(self, v) -> None:
+        G, kept = v.G, v.kept
+        em = [int(x.v) for x in v.meta]
+        ks = [(j // kept) * G + e for j, e in enumerate(em)]
+        if v.mode == "selected":
+            self.perm = ks             # the fused sums see the kept terms only, k relabelled
+        self.steps.append({"step": "sparse", "mode": v.mode, "kept_k": ks,
+                           "text": f"sparse {kept}:{G}, kept k = {_ranges(ks)}; "
+                                   + ("only the kept terms are summed" if v.mode == "selected"
+                                      else "A expanded with zeros, all K terms summed")})
+
+    def accumulate_add(self, v) -> None:
+        ins = self.ins
+        self.steps.append({"step": "add c", "chain": _elem(v.chain.v, ins.d), "c": _elem(v.c.v, ins.c),
+                           "text": f"d = RNE-{ins.d}(chain + c) (IEEE add)"})
+
+    # -- blocks of the FDPA chain -----------------------------------------------------------------
+    def block_in(self, v) -> None:
+        th, ins = self.th, self.ins
+        k0, L = v.k0, v.L
+        self.k_ids = self.perm[k0:k0 + L]
+        cf = (ins.d if th.accumulate == "add" else (th.accumulator or ins.c)) \
+            if self.first_block else self.out_fmt
+        self.first_block = False
+        self.sums_in_block = 0
+        self.cur = {"step": "block", "k": self.k_ids, "accumulator_in": _elem(v.c.v, cf)}
+        self.steps.append(self.cur)
+
+    def block_out(self, v) -> None:
+        if self.cur is not None:
+            self.cur["result"] = _elem(v.d.v, self.out_fmt)
+        self.steps.append({"step": "block result", **_elem(v.d.v, self.out_fmt)})
+
+    # -- inside a block: the fused sum and what follows it ----------------------------------------
+    def fused_sum(self, v) -> None:
+        """The fused sum, with the records of its aligned terms and of its sum that follow."""
+        th, ins, notes = self.th, self.ins, self.notes
+        terms = v.terms
+        F, emax = v.F, v.e_max.v
+        aligned = []
+        while self.i < len(notes) and isinstance(notes[self.i], trace.Aligned):
+            aligned.append(notes[self.i].value.v)
+            self.i += 1
+        S = None
+        if self.i < len(notes) and isinstance(notes[self.i], trace.Sum):
+            S = notes[self.i].S.v
+            self.i += 1
+        labels = _labels(th, ins, len(terms), self.k_ids, self.sums_in_block)
+        all_zero = all(_b(t.zero) for t in terms)
+        rows = []
+        for lab, t, e, q in zip(labels, terms, v.e, aligned):
+            ex = _term_value(t)
+            row = {"term": lab, "exact": decimal(ex) if not isinstance(ex, str) else ex,
+                   "exp": e.v, "aligned_units": q,
+                   "aligned": _units(q, emax - F)}
+            if not isinstance(ex, str) and not _b(t.zero):
+                row["truncated"] = decimal(ex - Fraction(q) * Fraction(2) ** (emax - F))
+            elif _b(t.zero):
+                row["zero"] = True
+            rows.append(row)
+        what = {0: "", 1: ""}
+        if th.op == "gtr_fdpa":
+            what = {0: " (even products)", 1: " (odd products)"}
+        self.steps.append({"step": "fused sum" + what.get(self.sums_in_block, ""), "F": F,
+                           "rounding": v.mode, "e_max": None if all_zero else emax,
+                           "terms": rows, "S_units": S,
+                           "S": _units(S, emax - F) if S is not None else None,
+                           "text": f"align at e_max = {'(all terms zero)' if all_zero else emax}, "
+                                   f"{v.mode} to {F} fraction bits (unit 2^{emax - F})"})
+        self.sums_in_block += 1
+
+    def gtr_groups(self, v) -> None:
+        F = self.th.param_dict["F"]
+        self.steps.append({"step": "group sums", "T_even": _units(v.T_even.v, v.e_even.v - F),
+                           "T_odd": _units(v.T_odd.v, v.e_odd.v - F),
+                           "e_max": v.e_max.v,
+                           "T": _units(v.T.v, v.e_max.v - F),
+                           "text": "group sums aligned at their max and rounded down (RD_F), added"})
+
+    def tr_tail(self, v) -> None:
+        F, F2, E = v.F, v.F2, v.E.v
+        G = F2 + 1 if v.tail == "mmasim" else F2      # mma.tr_tail: T' in 2^(E-G)
+        self.steps.append({"step": "rounded sum with c", "E": E,
+                           "T'": _units(v.Tp.v, E - G), "c'": _units(v.sc.v, E - F),
+                           "S": _units(v.Tp.v + (v.sc.v << (G - F)), E - G),
+                           "text": f"E = max(e_max, Exp(c)) = {E}; T' = RD(T) at 2^(E-{G}), "
+                                   f"c' = RD_F(c), S = T' + c'"})
+
+    def tr_renorm(self, v) -> None:
+        self.steps.append({"step": "renormalised rounding", "k": v.k.v,
+                           "text": f"tail mmasim: S normalised (e' >= -126) and rounded down to "
+                                   f"F2 fraction bits ({v.k.v} bits of S dropped)"})
+
+    def convert(self, v) -> None:
+        S, ex = v.S.v, v.exp.v
+        self.steps.append({"step": "output conversion", "rho": v.rho,
+                           "exact": _units(S, ex), "text": f"{v.rho}(S * 2^{ex})"})
+
+    def special(self, v) -> None:
+        th = self.th
+        fin = v.finite.v
+        rule = _special_rule(th, self.ins, self.ops, self.k_ids, v, with_c=True)
+        fmt = self.out_fmt if th.op not in ("tr_fdpa", "gtr_fdpa") else "f32"
+        self.steps.append({"step": "special values", "finite_result": _elem(fin, fmt),
+                           "rule": rule, "text": rule})
+
+    def e_fdpa(self, v) -> None:
+        rule = _special_rule(self.th, self.ins, self.ops, self.k_ids, v, with_c=True)
+        self.steps.append({"step": "exact sum", "products": _units(v.P.v, v.P_exp),
+                           "finite_result": _elem(v.finite.v, self.ins.d), "rule": rule,
+                           "text": "c + sum of exact products, one RNE rounding; " + rule})
+
+    # -- the other chains -----------------------------------------------------------------------
+    def fma_step(self, v) -> None:
+        self.steps.append({"step": "fma", "k": v.k, **_elem(v.acc.v, self.ins.d),
+                           "text": f"d = fma(a{v.k}, b{v.k}, d)"})
+
+    def ftz_step(self, v) -> None:
+        acc = mma.recode(v.acc)
+        self.steps.append({"step": "ftz-add/mul", "k": list(range(v.k0, v.k0 + v.P)),
+                           "partial": _elem(v.s.v, "f32"), **_elem(acc.v, "f32"),
+                           "text": f"s = pairwise FTZ sum of products k{v.k0}..k{v.k0 + v.P - 1}; d = FTZ-Add(d, s)"})
+
+    def int_block(self, v) -> None:
+        k0, L = v.k0, v.L
+        self.k_ids = k_ids = self.perm[k0:k0 + L]
+        self.steps.append({"step": "integer block", "k": k_ids, "accumulator_in": str(v.c.v),
+                           "products": str(v.sum.v),
+                           "text": f"block k = {_ranges(k_ids)}: exact sum of products "
+                                   f"{v.sum.v}, accumulator in {v.c.v}"})
+
+    def int_acc(self, v) -> None:
+        self.steps.append({"step": "integer accumulator", "value": str(v.acc.v),
+                           "text": f"accumulator {v.acc.v} (exact, or clamped per step)"})
+
+    def int_result(self, v) -> None:
+        val = v.exact_or_clamped.v
+        sat = v.saturate
+        how = (f".satfinite: clamped to INT32_MIN..INT32_MAX ({v.sat_at})" if sat
+               else "wrap-around: low 32 bits, two's complement")
+        self.steps.append({"step": "integer result", "value": str(val), "saturate": sat,
+                           "sat_at": v.sat_at, "text": f"{how}: {val}"})
+
+
+#: the step each kind of record makes (the first kind the record is an instance of)
+_STEPS = (
+    (trace.ConvertOperands, _Steps.convert_operands), (trace.ConvertC, _Steps.convert_c),
+    (trace.RoundD, _Steps.round_d), (trace.KOrder, _Steps.k_order),
+    (trace.BlockIn, _Steps.block_in), (trace.FusedSum, _Steps.fused_sum),
+    (trace.GtrGroups, _Steps.gtr_groups), (trace.TrTail, _Steps.tr_tail),
+    (trace.TrRenorm, _Steps.tr_renorm), (trace.Convert, _Steps.convert),
+    (trace.Special, _Steps.special), (trace.EFdpa, _Steps.e_fdpa),
+    (trace.BlockOut, _Steps.block_out), (trace.FmaStep, _Steps.fma_step),
+    (trace.FtzStep, _Steps.ftz_step), (trace.SparseSelect, _Steps.sparse),
+    (trace.IntBlock, _Steps.int_block), (trace.IntAcc, _Steps.int_acc),
+    (trace.IntResult, _Steps.int_result), (trace.AccumulateAdd, _Steps.accumulate_add),
+)
 
 
 def _ranges(ks: list[int]) -> str:

@@ -35,7 +35,8 @@ __all__ = [
     "nan_policy",
     "Format", "FORMATS", "fmt", "Unpacked", "decode", "round_to", "MODES", "mode_code",
     "add", "mul", "fma", "add_exact", "quiet", "default_nan", "encode_special",
-    "IntFormat", "INT_FORMATS", "int_value", "is_int",
+    "IntFormat", "INT_FORMATS", "int_value", "is_int", "mode_flags", "zero_sum_sign",
+    "overlay_special",
 ]
 
 
@@ -202,7 +203,8 @@ def mode_code(name: str) -> int:
 Mode = Union[str, BV]
 
 
-def _flags(mode: Mode) -> dict[str, "Bool | bool"]:
+def mode_flags(mode: Mode) -> dict[str, "Bool | bool"]:
+    """{rounding mode name: whether `mode` (a name, or a symbolic mode code) is it}."""
     if isinstance(mode, str):
         mode_code(mode)
         return {m: m == mode for m in MODES}
@@ -318,7 +320,7 @@ def round_to(f: "Format | str", sign: "Bool | bool", exp: BV, sig: BV, mode: Mod
         raise ValueError("round_to takes an unsigned sig and a signed exp")
     K = sig.k
     sign = sign if isinstance(sign, Bool) else K.bconst(bool(sign))
-    fl = _flags(mode)
+    fl = mode_flags(mode)
     p, t = f.p, f.t
     n = sig.w
     if n < p + 2:
@@ -435,7 +437,7 @@ def add_exact(sx: Bool, ex: BV, mx: BV, sy: Bool, ey: BV, my: BV, p_min: int = 0
     return Sum(sign, eX - g, mag, st, zero)
 
 
-def _zero_sign(sa: Bool, sb: Bool, fl) -> Bool:
+def zero_sum_sign(sa: Bool, sb: Bool, fl) -> Bool:
     """IEEE 754 sign of an exact zero sum of two terms with signs sa, sb."""
     rd = fl["RD"]
     rd = rd if isinstance(rd, Bool) else sa.k.bconst(bool(rd))
@@ -489,7 +491,8 @@ def _nan_out(f: Format, nan: "str | int", ops: list[Unpacked]) -> BV:
     return out
 
 
-def _overlay(f: Format, finite: BV, nan: Bool, nan_bits: BV, inf: Bool, inf_sign: Bool) -> BV:
+def overlay_special(f: Format, finite: BV, nan: Bool, nan_bits: BV, inf: Bool, inf_sign: Bool) -> BV:
+    """The finite result with NaN (nan_bits) and a signed Inf laid over it."""
     K = finite.k
     infc = _place(f, K.const(f.inf_code, f.k, False)) if f.inf else \
         K.const(default_nan(f) if f.nan != "none" else 0, f.storage, False)  # no Inf input: unused
@@ -521,35 +524,35 @@ def mul(f: "Format | str", a: BV, b: BV, mode: Mode = "RNE", nan: "str | int" = 
     exp, prod = _exact_product(x, y, f.ew() + 2)
     fin = round_to(f, sign, exp, prod, mode)
     nanc = x.nan | y.nan | (x.inf & y.zero) | (x.zero & y.inf)
-    return _overlay(f, fin, nanc, _nan_out(f, nan, [x, y]), x.inf | y.inf, sign)
+    return overlay_special(f, fin, nanc, _nan_out(f, nan, [x, y]), x.inf | y.inf, sign)
 
 
 def add(f: "Format | str", a: BV, b: BV, mode: Mode = "RNE", nan: "str | int" = "default") -> BV:
     """IEEE 754 addition in format f."""
     f = fmt(f)
     x, y = decode(f, a), decode(f, b)
-    fl = _flags(mode)
+    fl = mode_flags(mode)
     s = add_exact(x.sign, x.exp - f.t, x.sig, y.sign, y.exp - f.t, y.sig, p_min=f.p)
-    sign = ite(s.zero, _zero_sign(x.sign, y.sign, fl), s.sign)
+    sign = ite(s.zero, zero_sum_sign(x.sign, y.sign, fl), s.sign)
     fin = round_to(f, sign, s.exp, s.sig, mode, s.sticky)
     nanc = x.nan | y.nan | (x.inf & y.inf & (x.sign ^ y.sign))
     inf_sign = ite(x.inf, x.sign, y.sign)
-    return _overlay(f, fin, nanc, _nan_out(f, nan, [x, y]), x.inf | y.inf, inf_sign)
+    return overlay_special(f, fin, nanc, _nan_out(f, nan, [x, y]), x.inf | y.inf, inf_sign)
 
 
 def fma(f: "Format | str", a: BV, b: BV, c: BV, mode: Mode = "RNE", nan: "str | int" = "default") -> BV:
     """IEEE 754 fusedMultiplyAdd a*b + c in format f, one rounding."""
     f = fmt(f)
     x, y, z = decode(f, a), decode(f, b), decode(f, c)
-    fl = _flags(mode)
+    fl = mode_flags(mode)
     ew = f.ew() + 2
     psign = x.sign ^ y.sign
     pexp, prod = _exact_product(x, y, ew)
     s = add_exact(psign, pexp, prod, z.sign, z.exp.resize(ew) - f.t, z.sig, p_min=f.p)
-    sign = ite(s.zero, _zero_sign(psign, z.sign, fl), s.sign)
+    sign = ite(s.zero, zero_sum_sign(psign, z.sign, fl), s.sign)
     fin = round_to(f, sign, s.exp, s.sig, mode, s.sticky)
     pinf = x.inf | y.inf
     invalid = (x.inf & y.zero) | (x.zero & y.inf) | (pinf & z.inf & (psign ^ z.sign))
     nanc = x.nan | y.nan | z.nan | invalid
     inf_sign = ite(pinf, psign, z.sign)
-    return _overlay(f, fin, nanc, _nan_out(f, nan, [x, y, z]), pinf | z.inf, inf_sign)
+    return overlay_special(f, fin, nanc, _nan_out(f, nan, [x, y, z]), pinf | z.inf, inf_sign)

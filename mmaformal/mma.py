@@ -1,8 +1,11 @@
 """Layer 3, mma: the elementary operations of [Xie2025] sec. 4 (Algorithms 1-11).
 
-May import: mmaformal.bits, mmaformal.fp. Each operation takes lists of storage-element `BV`s
-(one per vector position; on the numpy back-end each BV holds all dot products as lanes) and
-returns the output element as a `BV`. Written once, run on every back-end.
+May import: mmaformal.bits, mmaformal.fp, mmaformal.trace. Each operation takes lists of
+storage-element `BV`s (one per vector position; on the numpy back-end each BV holds all dot
+products as lanes) and returns the output element as a `BV`. Written once, run on every
+back-end. Key steps are recorded (`trace.record`, one typed record per step) for the white-box
+trace of mmaformal.explain and the decomposed proofs of mmaformal.query.claims; recording
+never changes a result.
 
 Invariants:
 - The finite path is computed for every input; NaN/Inf/signed-zero rules are an overlay of
@@ -25,43 +28,20 @@ integer semantics: PTX ISA 9.7.14.5.14 (Integer operations, .satfinite).
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import fp
+from . import fp, trace
 from .bits import BV, Bool, bitlen, bvmax, clz, ite
 from .fp import Format, Unpacked, decode, fmt, round_to
+from .trace import record
 
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
     "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "NVIDIA_NAN",
-    "tracing", "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT", "TR_TAILS",
+    "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT", "TR_TAILS",
+    "TR_EMIN", "zero_key", "int_terms", "tr_tail", "recode", "product", "operand",
 ]
-
-#: Optional white-box trace (used by mmaformal.explain): when set to a list, `_note` appends
-#: (label, value) pairs at the key steps below. Tracing never changes a result.
-TRACE: contextvars.ContextVar = contextvars.ContextVar("mmaformal_mma_trace", default=None)
-
-
-def _note(label: str, value=None) -> None:
-    t = TRACE.get()
-    if t is not None:
-        t.append((label, value))
-
-
-@contextlib.contextmanager
-def tracing():
-    """`with tracing() as notes:` records the trace of the operations run inside into the list
-    `notes` ((label, value) pairs, as `_note` appends them)."""
-    notes: list = []
-    tok = TRACE.set(notes)
-    try:
-        yield notes
-    finally:
-        TRACE.reset(tok)
-
 
 #: NVIDIA's canonical NaN of each output format ([Xie2025] sec. 4.2).
 NVIDIA_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF, "bf16": 0x7FFF, "f64": 0x7FFFFFFFFFFFFFFF}
@@ -140,7 +120,7 @@ def _common_e(terms: Sequence[Term]) -> int:
     return max(t.e.w for t in terms) + 3
 
 
-def _zero_key(K, zero: Bool, e: BV, ew: int, zero_exp) -> BV:
+def zero_key(K, zero: Bool, e: BV, ew: int, zero_exp) -> BV:
     """The exponent a term takes in e_max: its own, or for a zero term per `zero_exp`:
     "excluded" (below every real exponent), "field" (Exp() of its fields, i.e. e itself), or
     an int (a fixed exponent; mmasim 2.1.1 uses e.g. -133 for f32 output)."""
@@ -156,11 +136,11 @@ def _zero_key(K, zero: Bool, e: BV, ew: int, zero_exp) -> BV:
 
 
 def _emax(terms: Sequence[Term], ew: int, zero_exp) -> tuple[list[BV], BV]:
-    """Exponents widened to ew, and their max; zero terms per `zero_exp` (see _zero_key)."""
+    """Exponents widened to ew, and their max; zero terms per `zero_exp` (see zero_key)."""
     K = terms[0].sig.k
     ew = max(ew, bitlen(abs(zero_exp)) + 5) if isinstance(zero_exp, int) and not isinstance(zero_exp, bool) else ew
     es = [t.e.resize(ew) for t in terms]
-    keyed = [_zero_key(K, t.zero, e, ew, zero_exp) for t, e in zip(terms, es)]
+    keyed = [zero_key(K, t.zero, e, ew, zero_exp) for t, e in zip(terms, es)]
     m = keyed[0]
     for e in keyed[1:]:
         m = bvmax(m, e)
@@ -199,13 +179,13 @@ def fused_sum(terms: Sequence[Term], F: int, mode: str = "RZ", zero_exp: str = "
     ew = _common_e(terms)
     es, emax = _emax(terms, ew, zero_exp)
     width = _sum_width(terms, F)
-    _note("fused_sum", {"terms": list(terms), "e": es, "e_max": emax, "F": F, "mode": mode})
+    record(trace.FusedSum(list(terms), es, emax, F, mode))
     S = None
     for t, e in zip(terms, es):
         a = _align(t, e, emax, F, width, mode)
-        _note("aligned", a)
+        record(trace.Aligned(a))
         S = a if S is None else S + a
-    _note("S", S)
+    record(trace.Sum(S))
     return S, emax
 
 
@@ -233,7 +213,7 @@ def _special(out: Format, finite: BV, terms: Sequence[Term], nan_code: int) -> B
     infc = out.inf_code << out.pad
     r = ite(pinf, K.const(infc, out.storage, False), finite)
     r = ite(ninf, K.const(infc | (out.sign_bit << out.pad), out.storage, False), r)
-    _note("special", {"nan": nan, "pinf": pinf, "ninf": ninf, "finite": finite})
+    record(trace.Special(nan, pinf, ninf, finite))
     return ite(nan, K.const(nan_code, out.storage, False), r)
 
 
@@ -248,7 +228,7 @@ def _convert(S: BV, scale_exp: BV, rho: str, zero_sign: Bool, overflow: str,
     if zero_rule not in ("ieee", "positive"):
         raise ValueError(f"zero_sign must be 'ieee' or 'positive', got {zero_rule!r}")
     sign = ite(S == 0, zero_sign, S < 0)
-    _note("convert", {"rho": rho, "S": S, "exp": scale_exp, "zero_sign": zero_sign})
+    record(trace.Convert(rho, S, scale_exp, zero_sign))
     r = round_to(rf, sign, scale_exp, S.abs(), mode, overflow=overflow)
     if zero_rule == "positive":
         mag = (out.sign_bit << out.pad) ^ ((1 << out.storage) - 1)
@@ -322,8 +302,6 @@ def st_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], F
 def _exact_group(prods: Sequence[Term]) -> tuple[BV, int, Bool, Bool, Bool, Bool]:
     """Exact fixed-point sum of products whose exponents have a static range: the sum as a
     signed integer in units of 2^(emin_static - fb), and its flags."""
-    K = prods[0].sig.k
-    fbp = prods[0].fb
     lo_e = min(_static_min(t) for t in prods)
     hi_e = max(_static_max(t) for t in prods)
     span = hi_e - lo_e
@@ -339,7 +317,7 @@ def _exact_group(prods: Sequence[Term]) -> tuple[BV, int, Bool, Bool, Bool, Bool
         vs.append(v)
         S = v if S is None else S + v
     # each product's fixed-point value v (|v| < 2^(sig.w + span)) and their wrap-free sum
-    _note("exact_group", {"P": S, "v": vs, "prods": list(prods), "bits": prods[0].sig.w + span})
+    record(trace.ExactGroup(S, vs, list(prods), prods[0].sig.w + span))
     nan = inf_p = inf_n = None
     allz = None
     for t in prods:
@@ -384,7 +362,6 @@ def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], 
     _check_lengths(a, b)
     if len(a) % G:
         raise ValueError(f"vector length {len(a)} is not a multiple of G={G}")
-    K = a[0].k
     terms = []
     for g in range(len(a) // G):
         prods = [_product_static(decode(fa, a[k]), decode(fb, b[k])) for k in range(g * G, (g + 1) * G)]
@@ -410,8 +387,7 @@ def gst_fdpa(a, b, c, fa, fb, fc, scale_a: Sequence[BV], scale_b: Sequence[BV], 
                 gzero = gzero & t.zero
         terms.append(Term(sign, e, sig, fbt, gzero | ua.zero | ub.zero,
                           ip | ineg, nan_g | (ip & ineg) | ua.nan | ub.nan))
-        _note("group", {"term": terms[-1], "P": P, "zero": gzero, "allz": allz, "nan": nan_g,
-                        "inf_p": ip, "inf_n": ineg, "scales": (scale_a[g], scale_b[g])})
+        record(trace.Group(terms[-1], P, gzero, allz, nan_g, ip, ineg, (scale_a[g], scale_b[g])))
     terms.append(operand(decode(fc, c)))
     return _fdpa_tail(terms, F, rho, zero_exp, nan, overflow, zero_sign)
 
@@ -429,14 +405,13 @@ def e_fdpa(a, b, c, fa, fb, fc="f32", out="f32", mode: str = "RNE", nan="default
     s = fp.add_exact(P < 0, K.const(lo_e - fbp, ew, True), P.abs(), z.sign,
                      z.exp.resize(ew) - fc.t, z.sig, p_min=fo.p + 2)
     zs = allz & (z.zero & z.sign)
-    zero_sign = fp._zero_sign(zs, zs, fp._flags(mode))
+    zero_sign = fp.zero_sum_sign(zs, zs, fp.mode_flags(mode))
     sign = ite(s.zero, ite(allz & z.zero, zs, ite(P == 0, ite(z.zero, allz, z.sign), K.bconst(mode == "RD"))), s.sign)
     fin = round_to(fo, sign, s.exp, s.sig, mode, s.sticky)
     terms_nan = nan_p | z.nan | (ip & ineg)
     pinf = ip | (z.inf & ~z.sign)
     ninf = ineg | (z.inf & z.sign)
-    _note("e_fdpa", {"P": P, "P_exp": lo_e - fbp, "finite": fin, "nan": terms_nan, "pinf": pinf,
-                     "ninf": ninf})
+    record(trace.EFdpa(P, lo_e - fbp, fin, terms_nan, pinf, ninf))
     nan_code = fp.default_nan(fo) if nan == "default" else int(nan)
     r = ite(pinf, K.const(fo.inf_code << fo.pad, fo.storage, False), fin)
     r = ite(ninf, K.const((fo.inf_code | fo.sign_bit) << fo.pad, fo.storage, False), r)
@@ -487,27 +462,27 @@ def _rz_shift(x: BV, left: int, right: BV, width: int) -> BV:
 #:              part of the reading and `zero_exp` stays a separate parameter.
 TR_TAILS = ("algorithm", "mmasim")
 #: f32's emin: the lowest exponent of mmasim's renormalisation of S (e_subnormal=-126)
-_TR_EMIN = -126
+TR_EMIN = -126
 
 
 def _tr_renorm(S: BV, E: BV, G: int, F2: int, shift) -> tuple[BV, BV]:
     """The renormalising round of tail "mmasim": S in units 2^(E-G) rounded (`shift`: RD, or
     RZ for the symmetric twin) to F2 fraction bits of its significand normalised with
-    e' = max(floor(log2 |S 2^(E-G)|), _TR_EMIN). Returns (q, X) with the result = q 2^X.
-    In units: e' - F2 - (E - G) = max(p - F2, _TR_EMIN - F2 + G - E) =: k with p the position
+    e' = max(floor(log2 |S 2^(E-G)|), TR_EMIN). Returns (q, X) with the result = q 2^X.
+    In units: e' - F2 - (E - G) = max(p - F2, TR_EMIN - F2 + G - E) =: k with p the position
     of the leading one of |S|; k <= 0 keeps S as it is."""
     K = S.k
     W = S.w
-    kw = max(E.w, bitlen(W) + 2, bitlen(abs(_TR_EMIN - F2 + G)) + 2) + 3
+    kw = max(E.w, bitlen(W) + 2, bitlen(abs(TR_EMIN - F2 + G)) + 2) + 3
     p = K.const(W - 1, kw, True) - clz(S.abs()).resize(kw, True)
-    k = bvmax(p - F2, K.const(_TR_EMIN - F2 + G, kw, True) - E.resize(kw))
+    k = bvmax(p - F2, K.const(TR_EMIN - F2 + G, kw, True) - E.resize(kw))
     k = ite(k < 0, K.const(0, kw, True), k)
     q = shift(S, 0, k, W)
-    _note("tr_renorm", {"S": S, "k": k, "q": q})
+    record(trace.TrRenorm(S, k, q))
     return q, E.resize(kw) - G + k
 
 
-def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], zero_exp: str,
+def tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], zero_exp: str,
              nan, special_trunc: bool, align_round: str = "RD", tail: str = "algorithm") -> BV:
     """The tail of TR/GTR-FDPA after the fused sum T 2^(emax-F): align T and c at
     E = max(emax, Exp c), add, convert RNE-FP32; `tail` picks the reading (TR_TAILS)."""
@@ -521,7 +496,7 @@ def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], z
     ew = max(emax.w, c.exp.w) + 3
     ct = operand(c)
     ec = c.exp.resize(ew)
-    eck = _zero_key(K, c.zero, ec, ew, zero_exp)
+    eck = zero_key(K, c.zero, ec, ew, zero_exp)
     em = emax.resize(ew)
     E = bvmax(em, eck)
     W = max(T.w + (G - F), F + 4) + 4
@@ -535,8 +510,7 @@ def _tr_tail(T: BV, emax: BV, F: int, F2: int, c: Unpacked, terms: list[Term], z
     if special_trunc:
         sc_al = ite(ec < E - F - 1, K.const(0, W, True), sc_al)
     S = Tp + (sc_al << (G - F))
-    _note("tr_tail", {"T": T, "e_max": emax, "E": E, "Tp": Tp, "sc": sc_al, "F": F, "F2": F2,
-                      "tail": tail})
+    record(trace.TrTail(T, emax, E, Tp, sc_al, F, F2, tail))
     X = E - G
     if tail == "mmasim":
         S, X = _tr_renorm(S, E, G, F2, _shift)
@@ -556,7 +530,7 @@ def tr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=No
     _check_lengths(a, b)
     prods = _tr_products(a, b, fa, fb)
     T, emax = fused_sum(prods, F, "RZ", zero_exp)
-    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False,
+    return tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=False,
                     align_round=align_round, tail=tail)
 
 
@@ -571,14 +545,13 @@ def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=N
     prods = _tr_products(a, b, fa, fb)
     Te, ee = fused_sum(prods[0::2], F, "RZ", zero_exp)
     To, eo = fused_sum(prods[1::2], F, "RZ", zero_exp)
-    K = Te.k
     ew = max(ee.w, eo.w) + 1
     ee, eo = ee.resize(ew), eo.resize(ew)
     emax = bvmax(ee, eo)
     W = max(Te.w, To.w) + 2
     T = _rd_shift(Te, 0, emax - ee, W) + _rd_shift(To, 0, emax - eo, W)
-    _note("gtr_groups", {"T_even": Te, "e_even": ee, "T_odd": To, "e_odd": eo, "T": T, "e_max": emax})
-    return _tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=True,
+    record(trace.GtrGroups(Te, ee, To, eo, T, emax))
+    return tr_tail(T, emax, F, F2, decode(fc, c), prods, zero_exp, nan, special_trunc=True,
                     tail=tail)
 
 
@@ -641,7 +614,7 @@ def ftz_addmul(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, P: int, fc: str 
         raise ValueError(f"P must be 2 or 4 and divide K, got P={P}, K={len(a)}")
     f32 = fmt(fc)
     d = decode(f32, c)
-    d = decode(f32, _recode(_flush_in(d)))
+    d = decode(f32, recode(_flush_in(d)))
     for k in range(0, len(a), P):
         ps = [decode(f32, ftz_mul(_flush_in(decode(fa, a[k + l])), _flush_in(decode(fb, b[k + l])), fc.name, nan))
               for l in range(P)]
@@ -650,11 +623,11 @@ def ftz_addmul(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, P: int, fc: str 
             s2 = ftz_add(ps[2], ps[3], fc.name, nan)
             s = ftz_add(decode(f32, s), decode(f32, s2), fc.name, nan)
         d = decode(f32, ftz_add(d, decode(f32, s), fc.name, nan))
-        _note("ftz_step", {"k0": k, "P": P, "s": s, "acc": d})
-    return _recode(d)
+        record(trace.FtzStep(k, P, s, d))
+    return recode(d)
 
 
-def _recode(u: Unpacked) -> BV:
+def recode(u: Unpacked) -> BV:
     """Re-encode an Unpacked (exactly representable) as a storage element."""
     f = u.fmt
     fin = round_to(f, u.sign, u.exp - f.t, u.sig, "RNE")
@@ -674,7 +647,7 @@ def fma_chain(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, mode: str = "RNE"
     d = c
     for i, (x, y) in enumerate(zip(a, b)):
         d = fp.fma(f, x, y, d, mode, nan)
-        _note("fma_step", {"k": i, "acc": d})
+        record(trace.FmaStep(i, d))
     return d
 
 
@@ -706,9 +679,9 @@ def fpu_dot(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, fc: str, out: str, 
             fp.fma(ff, a[g], b[g], zero, "RNE", nan)
         for i in range(g + 1, g + G):
             s = fp.fma(ff, a[i], b[i], s, "RNE", nan)
-        _note("fpu_group", {"k0": g, "sum": s})
+        record(trace.FpuGroup(g, s))
         acc = fp.add(ff, acc, s, "RNE", nan)
-        _note("fpu_acc", acc)
+        record(trace.FpuAcc(acc))
     if fo is not ff:
         acc = _recast(acc, ff, fo)
     return acc
@@ -720,7 +693,7 @@ def _recast(x: BV, fs: Format, fd: Format) -> BV:
     u = decode(fs, x)
     fin = round_to(fd, u.sign, u.exp - fs.t, u.sig, "RNE")
     code = x.k.const(NVIDIA_NAN.get(fd.name, fp.default_nan(fd)), fd.storage, False)
-    return fp._overlay(fd, fin, u.nan, code, u.inf, u.sign)
+    return fp.overlay_special(fd, fin, u.nan, code, u.inf, u.sign)
 
 
 def fdpa_chain(op, a: Sequence[BV], b: Sequence[BV], c: BV, L: int, **params) -> BV:
@@ -733,9 +706,9 @@ def fdpa_chain(op, a: Sequence[BV], b: Sequence[BV], c: BV, L: int, **params) ->
         raise ValueError(f"K={K_} is not a multiple of L={L}")
     d = c
     for k in range(0, K_, L):
-        _note("block", {"k0": k, "L": L, "c": d})
+        record(trace.BlockIn(k, L, d))
         d = op(a[k:k + L], b[k:k + L], d, **params)
-        _note("block_out", d)
+        record(trace.BlockOut(d))
     return d
 
 
@@ -754,7 +727,7 @@ SAT_AT = ("end", "step")
 SAT = ("qualifier", "always", "never")
 
 
-def _int_terms(a, b, fa, fb, bop: str, width: int) -> list[BV]:
+def int_terms(a, b, fa, fb, bop: str, width: int) -> list[BV]:
     """Exact products a_k * b_k (b1: the bit a_k XOR/AND b_k) as signed `width`-bit vectors."""
     out = []
     for x, y in zip(a, b):
@@ -803,7 +776,7 @@ def int_chain(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, fc, L: int, satur
     width = 34 + (fa.k + 1) + (fb.k + 1) + bitlen(K_)       # exact for every input
     K = c.k
     acc = fp.int_value(fc, c).resize(width, True)
-    terms = _int_terms(a, b, fa, fb, bop, width)
+    terms = int_terms(a, b, fa, fb, bop, width)
     lo = K.const(INT32_MIN, width, True)
     hi = K.const(INT32_MAX, width, True)
 
@@ -815,12 +788,12 @@ def int_chain(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, fc, L: int, satur
         S = None
         for t in terms[k0:k0 + L]:
             S = t if S is None else S + t
-        _note("int_block", {"k0": k0, "L": L, "c": acc, "sum": S})
+        record(trace.IntBlock(k0, L, acc, S))
         acc = acc + S
         if step:
             acc = clamp(acc)
-        _note("int_acc", acc)
+        record(trace.IntAcc(acc))
     if saturate and not step:
         acc = clamp(acc)
-    _note("int_result", {"exact_or_clamped": acc, "saturate": saturate, "sat_at": sat_at})
+    record(trace.IntResult(acc, saturate, sat_at))
     return acc.bitcast(False).extract(31, 0)

@@ -1,13 +1,14 @@
-"""Layer 5 front end, simulate: run any catalog instruction bit-exactly on the CPU.
+"""Layer 5 front end, simulate: run any catalog instruction bit-exactly, on host or device arrays.
 
 May import: numpy, mmaformal.isa, mmaformal.theory, mmaformal.fp, mmaformal.bits (never z3:
-this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays;
-mmaformal.cuda lazily, for ``device="cuda"`` / ``"auto"``: the same trace on an NVIDIA GPU).
+this is the fast path; ml_dtypes only lazily, when the caller passes ml_dtypes arrays or
+tensors of a type only ml_dtypes has on the host; mmaformal.compile and mmaformal.sparse lazily;
+mmaformal.cuda lazily, for ``device="cuda"`` / ``"auto"`` or device arrays: the same trace on
+an NVIDIA GPU; torch and CuPy only lazily and only when the caller passed their arrays).
 
 ``simulate(instr, a, b, c, scale_a=None, scale_b=None, theory=None)`` computes D = A*B + C with
-the instruction's primary theory (or a named one) on the numpy back-end: every element of every
-tile at once, in chunks of lanes so memory stays bounded. All evaluation goes through
-``Theory.dot``.
+the instruction's primary theory (or a named one): every element of every tile at once, in
+chunks of lanes so memory stays bounded. All evaluation goes through ``Theory.dot``.
 
 Array contract (docs/design.md): raw bits as unsigned integers of the format's storage width (uint8 for
 formats of 8 bits or less, one element per byte, fp6 in the low 6 bits, fp4 in the low 4; uint16;
@@ -15,6 +16,17 @@ uint32, also for tf32; uint64). Also accepted: numpy float16/float32/float64 and
 read by bit reinterpretation when their type is the format's own (a NaN keeps its payload),
 otherwise cast and checked to be exact (never rounded through host floats); a NaN in a float array
 of another type is rejected (it has no defined payload in the target format).
+
+Device arrays (``placement``): any array argument may also be a torch tensor (CUDA or CPU), a
+CuPy array or another object with ``__dlpack__`` on a CUDA device. Device operands are imported
+zero-copy through DLPack (torch through a same-width integer view: bfloat16/float8 too),
+validated there by the same rules and messages (a float of another type than the format's own
+is cast exactly through a host copy of it), run by the CUDA back-end (mmaformal.cuda) and D
+returned on that device as raw bits of the numpy path's unsigned dtype: a torch tensor
+(torch.uint8/16/32/64) when A is one, else a CuPy array. All array operands must be on that one
+device. ``device`` defaults to "auto" for them (the GPU where the theory has a CUDA form, else
+the CPU path on host copies, D copied back); "cpu" forces that path. Torch CPU tensors are read
+through numpy (bfloat16/float8 by their bits) and D is a torch CPU tensor.
 
 Shapes: A (..., M, K), B (..., K, N), C (..., M, N) with (M, N, K) the instruction's shape;
 leading batch dimensions broadcast. Block-scaled instructions (``scale_block`` elements of K
@@ -27,12 +39,17 @@ each group of 4, or 2; s4/u4: of 8, kept in aligned pairs 2p, 2p + 1), or dense 
 at most 2 non-zeros per group of 4 (s4/u4: non-zeros in at most 2 of the 4 pairs of every 8) and
 no ``meta`` (the metadata is derived).
 
-Invariant: inputs are validated before any arithmetic (unknown instruction -> closest names;
-shape, dtype width and bits above a narrow format's width -> ValueError naming expected vs got).
+Invariants: inputs are validated before any arithmetic (unknown instruction -> closest names;
+shape, dtype width and bits above a narrow format's width -> ValueError naming expected vs got;
+a device array without a usable CUDA back-end, or operands on different devices -> one-line
+ValueError); host inputs give numpy results, device inputs results of their kind on their
+device, with the same bits.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
 from fractions import Fraction
 from typing import Any
@@ -45,7 +62,8 @@ from .bits import INT, NUMPY
 from .isa import Instruction
 
 __all__ = ["simulate", "as_bits", "storage_dtype", "value_of", "bits_of", "decimal",
-           "parse_value", "load_npy", "save_npy", "out_path", "DEFAULT_CHUNK"]
+           "parse_value", "load_npy", "save_npy", "out_path", "DEFAULT_CHUNK", "resolve_theory",
+           "on_gpu", "pick_device", "placement", "Placement"]
 
 #: Lanes (dot products) per numpy pass: large enough to amortise the per-operation Python
 #: overhead, small enough that the peak memory stays ~100-200 MB whatever the input size.
@@ -58,8 +76,6 @@ BACKEND = os.environ.get("MMAFORMAL_BACKEND", "auto")
 #: tracing and compiling a kernel
 COMPILE_MIN = int(os.environ.get("MMAFORMAL_COMPILE_MIN", "65536"))
 _KERNELS: dict = {}
-
-
 _KLOCK = threading.Lock()
 
 
@@ -105,7 +121,6 @@ def _kernel_locked(th, ins):
         except _compile.Unsupported:
             kern = None
         except (RuntimeError, OSError) as e:       # say so once: a silent fallback hides a 100x
-            import sys                              # slowdown
             print(f"mmaformal: compiled path unavailable for {ins.name}, using numpy lanes: "
                   f"{str(e)[:300]}", file=sys.stderr)
             kern = None
@@ -134,6 +149,48 @@ def _float_type(name: str):
     return np.dtype(getattr(ml_dtypes, name))
 
 
+def _dtype_rule(name: str, kind: str, f, want: np.dtype, role: str, pre: str,
+                hint: str = ".astype(np.{})", same: "bool | None" = None) -> str:
+    """How an array of dtype `name` (numpy kind letter `kind`) holds format f: "raw" (unsigned
+    bits of the storage width), "native" (the format's own float type: its bits) or "cast"
+    (another float type: cast and checked to be exact); else the ValueError naming expected vs
+    got. hint: how to turn signed bits into unsigned ones ({} is the unsigned dtype); same:
+    whether an unsigned dtype is the storage dtype (default: by name)."""
+    native = _NATIVE.get(f.name)
+    if kind == "u":
+        if not (name == want.name if same is None else same):
+            raise ValueError(f"{pre}{role} in format {f.name} must be {want.name} raw bits"
+                             + (f" (or {native} values)" if native else "") + f", got {name}")
+        return "raw"
+    if kind in "ibO":
+        raise ValueError(f"{pre}{role} in format {f.name}: raw bits must be unsigned "
+                         f"({want.name}), got {name} (use {hint.format(want.name)})")
+    if kind in "fV":
+        if native is None:
+            raise ValueError(f"{pre}{role} in format {f.name}: no host float type holds it; "
+                             f"pass {want.name} raw bits")
+        if name == native:
+            return "native"
+        if kind == "f" or name.startswith(("float", "bfloat")):
+            return "cast"
+    raise ValueError(f"{pre}{role}: unsupported dtype {name}")
+
+
+def _kind(name: str) -> str:             # numpy's kind letter of a torch/CuPy dtype name
+    return "u" if name.startswith("uint") else "i" if name.startswith("int") else \
+        "b" if name == "bool" else "f" if name.startswith(("float", "bfloat")) else "?"
+
+
+def _check_width(bits, f, want: np.dtype, role: str, pre: str, xp=np) -> None:
+    """No bits above a narrow format's width (fp6 in the low 6 bits of a byte, ...)."""
+    width = f.k + f.pad
+    if width < 8 * want.itemsize and bits.size and int(bits.max()) >> width:
+        idx = tuple(int(i) for i in xp.argwhere(bits >> width)[0])
+        raise ValueError(f"{pre}{role} in format {f.name} uses the low {width} bits of each "
+                         f"{want.name} (values <= {hex((1 << width) - 1)}); got "
+                         f"{hex(int(bits[idx]))} at index {idx}")
+
+
 def as_bits(x: Any, fmt_name: str, role: str = "operand", where: str = "") -> np.ndarray:
     """The raw storage bits of x in format `fmt_name` (see the module docstring), validated."""
     f = fp.fmt(fmt_name)
@@ -141,58 +198,44 @@ def as_bits(x: Any, fmt_name: str, role: str = "operand", where: str = "") -> np
     pre = f"{where}: " if where else ""
     arr = x if isinstance(x, np.ndarray) else np.asarray(x)
     dt = arr.dtype
-    if dt.kind == "u":
-        if dt != want:
-            native = _NATIVE.get(f.name)
-            raise ValueError(f"{pre}{role} in format {f.name} must be {want.name} raw bits"
-                             + (f" (or {native} values)" if native else "") + f", got {dt.name}")
+    rule = _dtype_rule(dt.name, dt.kind, f, want, role, pre, same=dt == want)
+    if rule == "raw":
         bits = arr
-    elif dt.kind in "iub" or dt == object:
-        raise ValueError(f"{pre}{role} in format {f.name}: raw bits must be unsigned "
-                         f"({want.name}), got {dt.name} (use .astype(np.{want.name}))")
-    elif dt.kind == "f" or dt.kind == "V":
-        native = _NATIVE.get(f.name)
-        if native is None:
-            raise ValueError(f"{pre}{role} in format {f.name}: no host float type holds it; "
-                             f"pass {want.name} raw bits")
-        if dt.name == native:
-            bits = arr.view(want) if dt.itemsize == want.itemsize else arr.view(np.uint8).astype(want)
-        else:
-            if dt.kind == "V" and not dt.name.startswith(("float", "bfloat")):
-                raise ValueError(f"{pre}{role}: unsupported dtype {dt.name}")
-            tgt = _float_type(native)
-            isnan = np.isnan(arr.astype(np.float64))
-            if np.any(isnan):
-                bad = tuple(int(i) for i in np.argwhere(isnan)[0])
-                raise ValueError(f"{pre}{role} holds a NaN at index {bad}: a {dt.name} NaN has no "
-                                 f"defined payload in {f.name}; pass {want.name} raw bits (or "
-                                 f"{native} values)")
-            with np.errstate(all="ignore"):
-                y = arr.astype(tgt)
-                back = y.astype(dt)
-            same = (back == arr) | (np.isnan(back.astype(np.float64)) & np.isnan(arr.astype(np.float64)))
-            same &= np.signbit(back.astype(np.float64)) == np.signbit(arr.astype(np.float64))
-            if not np.all(same):
-                bad = np.argwhere(~np.asarray(same))[0]
-                val = arr[tuple(bad)] if arr.ndim else arr
-                raise ValueError(f"{pre}{role} value {val!r} at index {tuple(int(i) for i in bad)} "
-                                 f"is not exactly representable in {f.name}")
-            bits = y.view(want) if tgt.itemsize == want.itemsize else y.view(np.uint8).astype(want)
-            if f.pad:
-                low = bits & np.asarray((1 << f.pad) - 1, dtype=want)
-                if np.any(low):
-                    raise ValueError(f"{pre}{role}: a value is not exactly representable in "
-                                     f"{f.name} (low {f.pad} bits of its f32 container are set)")
+    elif rule == "native":
+        bits = arr.view(want) if dt.itemsize == want.itemsize else arr.view(np.uint8).astype(want)
     else:
-        raise ValueError(f"{pre}{role}: unsupported dtype {dt.name}")
-    width = f.k + f.pad
-    if width < 8 * want.itemsize and bits.size:
-        top = int(bits.max())
-        if top >> width:
-            idx = tuple(int(i) for i in np.argwhere(bits >> width)[0])
-            raise ValueError(f"{pre}{role} in format {f.name} uses the low {width} bits of each "
-                             f"{want.name} (values <= {hex((1 << width) - 1)}); got "
-                             f"{hex(int(bits[idx]))} at index {idx}")
+        bits = _cast_exact(arr, f, want, role, pre)
+    _check_width(bits, f, want, role, pre)
+    return bits
+
+
+def _cast_exact(arr: np.ndarray, f, want: np.dtype, role: str, pre: str) -> np.ndarray:
+    """A float array of another type than the format's own, cast and checked to be exact."""
+    dt = arr.dtype
+    native = _NATIVE[f.name]
+    tgt = _float_type(native)
+    isnan = np.isnan(arr.astype(np.float64))
+    if np.any(isnan):
+        bad = tuple(int(i) for i in np.argwhere(isnan)[0])
+        raise ValueError(f"{pre}{role} holds a NaN at index {bad}: a {dt.name} NaN has no "
+                         f"defined payload in {f.name}; pass {want.name} raw bits (or "
+                         f"{native} values)")
+    with np.errstate(all="ignore"):
+        y = arr.astype(tgt)
+        back = y.astype(dt)
+    same = (back == arr) | (np.isnan(back.astype(np.float64)) & np.isnan(arr.astype(np.float64)))
+    same &= np.signbit(back.astype(np.float64)) == np.signbit(arr.astype(np.float64))
+    if not np.all(same):
+        bad = np.argwhere(~np.asarray(same))[0]
+        val = arr[tuple(bad)] if arr.ndim else arr
+        raise ValueError(f"{pre}{role} value {val!r} at index {tuple(int(i) for i in bad)} "
+                         f"is not exactly representable in {f.name}")
+    bits = y.view(want) if tgt.itemsize == want.itemsize else y.view(np.uint8).astype(want)
+    if f.pad:
+        low = bits & np.asarray((1 << f.pad) - 1, dtype=want)
+        if np.any(low):
+            raise ValueError(f"{pre}{role}: a value is not exactly representable in "
+                             f"{f.name} (low {f.pad} bits of its f32 container are set)")
     return bits
 
 
@@ -200,24 +243,69 @@ def _shape_err(where, what, got, want) -> ValueError:
     return ValueError(f"{where}: {what} must have shape {want}, got {tuple(got)}")
 
 
-def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, theory=None,
-             chunk: int = DEFAULT_CHUNK, meta=None, device: str = "cpu") -> np.ndarray:
-    """Raw bits of D = A*B + C for the instruction (see the module docstring).
-
-    device: "cpu", "cuda" (the same trace on an NVIDIA GPU, mmaformal.cuda; ValueError when
-    there is none) or "auto" (CUDA when usable and the trace has a CUDA form, else CPU)."""
-    ins = isa.lookup(instr) if not isinstance(instr, Instruction) else instr
+def resolve_theory(ins: Instruction, theory=None):
+    """The theory (id, Theory or None: the primary) that runs `ins`, evaluable (else ValueError)."""
     th = _theory.default().resolve(ins, theory)
-    name = ins.name
     ok, why = th.evaluable
     if not ok:
         raise ValueError(f"theory {th.id} cannot be evaluated by this mmaformal.mma: {why}")
-    A = as_bits(a, ins.a, "A", name)
-    B = as_bits(b, ins.b, "B", name)
-    C = as_bits(c, ins.c, "C", name)
+    return th
+
+
+def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, theory=None,
+             chunk: int = DEFAULT_CHUNK, meta=None, device: "str | None" = None):
+    """Raw bits of D = A*B + C for the instruction (see the module docstring).
+
+    device: "cpu", "cuda" (the same trace on an NVIDIA GPU, mmaformal.cuda; ValueError when
+    there is none) or "auto" (CUDA when usable and the trace has a CUDA form, else CPU); None
+    (default): "cpu" for host arrays, "auto" for device arrays (torch, CuPy, CUDA DLPack: D
+    comes back on their device, of A's kind; module docstring)."""
+    ins = isa.lookup(instr) if not isinstance(instr, Instruction) else instr
+    th = resolve_theory(ins, theory)
+    named = dict(A=a, B=b, C=c, scale_a=scale_a, scale_b=scale_b, meta=meta)
+    ops = tuple(named.values())
+    pl = placement(ins.name, **named)
+    if pl.kind != "numpy":
+        dev = device if device is not None else "auto" if pl.on_device else "cpu"
+        if not pl.on_device or dev == "cpu" or not on_gpu(th, ins, dev):
+            h = [pl.host(x, r, ins.name) for r, x in named.items()]     # the CPU path
+            return pl.wrap(simulate(ins, *h[:5], theory=th, chunk=chunk, meta=h[5],
+                                    device="cpu" if pl.on_device else dev))
+        with pl.context():
+            A, B, C, SA, SB, _, batch = _operands(ins, *ops, pl.bits)
+            return pl.wrap(_tiles_cuda(th, ins, A, B, C, SA, SB, batch))
+    A, B, C, SA, SB, E, batch = _operands(ins, *ops, as_bits)
     M, N, K = ins.m, ins.n, ins.k
-    KA = K
-    E = None
+    out = np.empty(batch + (M, N), dtype=storage_dtype(ins.d))
+    if out.size == 0:
+        return out
+    Bt = np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2)
+    Cb = np.broadcast_to(C, batch + (M, N))
+    if E is not None:
+        # a sparse A travels with its metadata: both as (.., M, KA) columns of one tile
+        KA = A.shape[-1]
+        return _simulate_lanes(th, ins, np.broadcast_to(A, batch + (M, KA)), Bt, Cb, None, None,
+                               out, chunk, np.broadcast_to(E, batch + (M, KA)))
+    Ab = np.broadcast_to(A, batch + (M, K))
+    SAb = SBt = None
+    if ins.scale:
+        SAb = np.broadcast_to(SA, batch + SA.shape[-2:])
+        SBt = np.swapaxes(np.broadcast_to(SB, batch + SB.shape[-2:]), -1, -2)
+    if device not in (None, "cpu") and on_gpu(th, ins, device):
+        from . import cuda
+        out.reshape(-1, M * N)[:] = cuda.simulate_tiles(th, ins, Ab, Bt, Cb, SAb, SBt)
+        return out
+    return _simulate_lanes(th, ins, Ab, Bt, Cb, SAb, SBt, out, chunk)
+
+
+def _operands(ins, a, b, c, scale_a, scale_b, meta, bits):
+    """The validated raw bits of every operand and their broadcast batch shape: (A, B, C, SA,
+    SB, E, batch), E the sparse metadata (derived from a dense A when meta is None). bits:
+    `as_bits`, or a device Placement's reader (same rules, same messages)."""
+    name = ins.name
+    A, B, C = (bits(x, f, r, name) for x, f, r in ((a, ins.a, "A"), (b, ins.b, "B"), (c, ins.c, "C")))
+    M, N, K = ins.m, ins.n, ins.k
+    KA, E = K, None
     if ins.sparse:
         from . import sparse as _sp
         KA = _sp.kept_width(ins)
@@ -234,7 +322,7 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
             ((("metadata", E, (M, KA)),) if E is not None else ()):
         if X.ndim < 2 or X.shape[-2:] != want:
             raise _shape_err(name, what, X.shape, "(..., %d, %d)" % want)
-    mats = [A, B, C]
+    named = [("A", A), ("B", B), ("C", C)]
     SA = SB = None
     if ins.scale:
         nblk = K // ins.scale_block
@@ -243,51 +331,38 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
             raise ValueError(f"{name} is block-scaled ({ins.scale}, one scale per {ins.scale_block} "
                              f"elements of K): {missing} missing; scale_a has shape (..., {M}, {nblk}), "
                              f"scale_b (..., {nblk}, {N})")
-        SA = as_bits(scale_a, ins.scale, "scale_a", name)
-        SB = as_bits(scale_b, ins.scale, "scale_b", name)
+        SA, SB = bits(scale_a, ins.scale, "scale_a", name), bits(scale_b, ins.scale, "scale_b", name)
         for what, X, want in (("scale_a", SA, (M, nblk)), ("scale_b", SB, (nblk, N))):
             if X.ndim < 2 or X.shape[-2:] != want:
                 raise _shape_err(name, what, X.shape, "(..., %d, %d)" % want)
-        mats += [SA, SB]
+        named += [("scale_a", SA), ("scale_b", SB)]
     elif scale_a is not None or scale_b is not None:
         raise ValueError(f"{name} is not block-scaled: it takes no scale_a/scale_b")
-    if E is not None:
-        mats.append(E)
+    named += [("metadata", E)] if E is not None else []
     try:
-        batch = np.broadcast_shapes(*(X.shape[:-2] for X in mats))
+        batch = tuple(np.broadcast_shapes(*(X.shape[:-2] for _, X in named)))
     except ValueError:
         raise ValueError(f"{name}: batch dimensions do not broadcast: "
-                         + ", ".join(f"{n} {X.shape}" for n, X in zip(("A", "B", "C", "scale_a", "scale_b"), mats))) from None
-    out = np.empty(batch + (M, N), dtype=storage_dtype(ins.d))
+                         + ", ".join(f"{n} {tuple(X.shape)}" for n, X in named)) from None
+    return A, B, C, SA, SB, E, batch
+
+
+def _simulate_lanes(th, ins, Ab, Bt, Cb, SAb, SBt, out, chunk, Eb=None):
+    """The CPU path: dense tiles on the compiled kernel (mmaformal.compile) when it is built or
+    the work is large enough, else lanes in chunks (a sparse A with its metadata Eb: per chunk,
+    on the kernel or numpy lanes)."""
+    M, N, K = ins.m, ins.n, ins.k
+    batch = out.shape[:-2]
     total = out.size
-    if total == 0:
-        return out
-    if E is not None:
-        # a sparse A travels with its metadata: both as (.., M, KA) columns of one tile
-        Ab = np.broadcast_to(A, batch + (M, KA))
-        Eb = np.broadcast_to(E, batch + (M, KA))
-        return _simulate_sparse(th, ins, Ab, Eb, np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2),
-                                np.broadcast_to(C, batch + (M, N)), out, chunk)
-    Ab = np.broadcast_to(A, batch + (M, K))
-    Bt = np.swapaxes(np.broadcast_to(B, batch + (K, N)), -1, -2)
-    Cb = np.broadcast_to(C, batch + (M, N))
-    if ins.scale:
-        SAb = np.broadcast_to(SA, batch + SA.shape[-2:])
-        SBt = np.swapaxes(np.broadcast_to(SB, batch + SB.shape[-2:]), -1, -2)
-    if device != "cpu" and _on_gpu(th, ins, device):
-        from . import cuda
-        out.reshape(-1, M * N)[:] = cuda.simulate_tiles(
-            th, ins, Ab, Bt, Cb, SAb if ins.scale else None, SBt if ins.scale else None)
-        return out
     wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
     flat = out.reshape(-1)
     chunk = max(1, int(chunk))
     built = (th.hash(), ins.name) in _KERNELS
     kern = _kernel(th, ins) if (built or total >= COMPILE_MIN or BACKEND == "compiled") else None
-    if kern is not None:
-        _run_tiles(kern, ins, Ab, Bt, Cb, SAb if ins.scale else None, SBt if ins.scale else None,
-                   out, chunk)
+    if kern is not None and Eb is None:
+        _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk)
         return out
+    KA = Ab.shape[-1]
     for lo in range(0, total, chunk):
         hi = min(total, lo + chunk)
         lane = np.arange(lo, hi, dtype=np.int64)
@@ -297,64 +372,51 @@ def simulate(instr: "str | Instruction", a, b, c, scale_a=None, scale_b=None, th
         rows = Ab[bidx + (i,)]
         cols = Bt[bidx + (j,)]
         cv = Cb[bidx + (i, j)]
-        if kern is not None:
-            ins_cols = [rows[:, k] for k in range(K)] + [cols[:, k] for k in range(K)] + [cv]
-            if ins.scale:
-                s_a, s_b = SAb[bidx + (i,)], SBt[bidx + (j,)]
-                ins_cols += [s_a[:, q] for q in range(s_a.shape[1])] + [s_b[:, q] for q in range(s_b.shape[1])]
-            (d,) = kern(*ins_cols)
-            flat[lo:hi] = d
-            continue
-        a_cols = [NUMPY.lift(rows[:, k], wa) for k in range(K)]
-        b_cols = [NUMPY.lift(cols[:, k], wb) for k in range(K)]
-        sa = sb = None
-        if ins.scale:
+        sa = sb = meta = None
+        if Eb is not None:             # sparse: compressed A (KA columns) and its metadata
+            ems = Eb[bidx + (i,)]
+            if kern is not None:
+                (d,) = kern(*[np.ascontiguousarray(x[:, k]) for x, n in ((rows, KA), (cols, K))
+                              for k in range(n)], np.ascontiguousarray(cv),
+                            *[np.ascontiguousarray(ems[:, k]) for k in range(KA)])
+                flat[lo:hi] = d
+                continue
+            meta = [NUMPY.lift(ems[:, k], 8) for k in range(KA)]
+        if SAb is not None:
             s_a, s_b = SAb[bidx + (i,)], SBt[bidx + (j,)]
             sa = [NUMPY.lift(s_a[:, q], 8) for q in range(s_a.shape[1])]
             sb = [NUMPY.lift(s_b[:, q], 8) for q in range(s_b.shape[1])]
-        d = th.dot(NUMPY, a_cols, b_cols, NUMPY.lift(cv, wc), sa, sb)
+        a_cols = [NUMPY.lift(rows[:, k], wa) for k in range(KA)]
+        b_cols = [NUMPY.lift(cols[:, k], wb) for k in range(K)]
+        d = th.dot(NUMPY, a_cols, b_cols, NUMPY.lift(cv, wc), sa, sb, *([meta] if meta else []))
         v = np.broadcast_to(np.asarray(d.v), (hi - lo,))
         flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
             np.array([int(x) for x in v], dtype=out.dtype)
     return out
 
 
-def _simulate_sparse(th, ins, Ab, Eb, Bt, Cb, out, chunk):
-    """The lanes of a sparse instruction: compressed A, its metadata, B, C per dot product."""
-    M, N, K = ins.m, ins.n, ins.k
-    KA = Ab.shape[-1]
-    batch = out.shape[:-2]
-    total = out.size
-    wa, wb, wc = (fp.fmt(f).storage for f in (ins.a, ins.b, ins.c))
-    flat = out.reshape(-1)
-    built = (th.hash(), ins.name) in _KERNELS
-    kern = _kernel(th, ins) if (built or total >= COMPILE_MIN or BACKEND == "compiled") else None
-    for lo in range(0, total, max(1, int(chunk))):
-        hi = min(total, lo + max(1, int(chunk)))
-        lane = np.arange(lo, hi, dtype=np.int64)
-        j = lane % N
-        i = (lane // N) % M
-        bidx = np.unravel_index(lane // (M * N), batch) if batch else ()
-        rows, ems = Ab[bidx + (i,)], Eb[bidx + (i,)]
-        cols = Bt[bidx + (j,)]
-        cv = Cb[bidx + (i, j)]
-        if kern is not None:
-            ins_cols = [np.ascontiguousarray(rows[:, k]) for k in range(KA)] + \
-                [np.ascontiguousarray(cols[:, k]) for k in range(K)] + [np.ascontiguousarray(cv)] + \
-                [np.ascontiguousarray(ems[:, k]) for k in range(KA)]
-            (d,) = kern(*ins_cols)
-            flat[lo:hi] = d
-            continue
-        d = th.dot(NUMPY, [NUMPY.lift(rows[:, k], wa) for k in range(KA)],
-                   [NUMPY.lift(cols[:, k], wb) for k in range(K)], NUMPY.lift(cv, wc), None, None,
-                   [NUMPY.lift(ems[:, k], 8) for k in range(KA)])
-        v = np.broadcast_to(np.asarray(d.v), (hi - lo,))
-        flat[lo:hi] = v.astype(out.dtype) if v.dtype != object else \
-            np.array([int(x) for x in v], dtype=out.dtype)
+def _tiles_cuda(th, ins, A, B, C, SA, SB, batch):
+    """Dense tiles of validated device (CuPy) operands on the GPU: D (batch..., M, N), CuPy,
+    computed in place on the device (broadcast operands are expanded there)."""
+    import cupy as cp
+    from . import cuda
+    out = cp.empty(batch + (ins.m, ins.n), dtype=storage_dtype(ins.d))
+    if out.size == 0:
+        return out
+
+    def tiles(X, transpose=False):        # (T, rows, cols) contiguous; B and scale_b transposed
+        Xb = cp.broadcast_to(X, batch + X.shape[-2:])
+        Xb = cp.swapaxes(Xb, -1, -2) if transpose else Xb
+        return cp.ascontiguousarray(Xb).reshape((-1,) + Xb.shape[-2:])
+
+    S = (tiles(SA), tiles(SB, True)) if ins.scale else (None, None)
+    flat = out.reshape(-1, ins.m * ins.n)
+    cuda.dot_module(th, ins).sim_device(tiles(A), tiles(B, True), tiles(C).reshape(flat.shape),
+                                        *S, out=flat)
     return out
 
 
-def _on_gpu(th, ins, device: str) -> bool:
+def on_gpu(th, ins, device: str) -> bool:
     """Whether to run on the GPU: "cuda" demands it (ValueError naming why not), "auto" takes
     it when a GPU is usable and the trace has a CUDA form."""
     from . import cuda
@@ -365,6 +427,22 @@ def _on_gpu(th, ins, device: str) -> bool:
     if not ok and device == "cuda":
         raise ValueError(f"{ins.name}: no GPU form of theory {th.id} ({why})")
     return ok
+
+
+def pick_device(requested: str, ins, th) -> tuple[str, str]:
+    """('cpu' | 'cuda', why) for a verb's --device (cli, emulate); cuda without a usable GPU or
+    GPU form of the theory is a one-line ValueError (exit 2)."""
+    if requested == "cpu":
+        return "cpu", "cpu requested"
+    from .cuda import resolve_device, supported
+    dev, note = resolve_device(requested)
+    if dev == "cuda":
+        ok, why = supported(th, ins)
+        if not ok:
+            if requested == "cuda":
+                raise ValueError(f"--device cuda: {ins.name} has no GPU form of theory {th.id} ({why})")
+            return "cpu", f"no GPU form of theory {th.id}: {why}"
+    return dev, note
 
 
 def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
@@ -400,6 +478,153 @@ def _run_tiles(kern, ins, Ab, Bt, Cb, SAb, SBt, out, chunk):
     else:
         for t0 in starts:
             part(t0)
+
+
+# --------------------------------------------------------------------------------------------
+# Where the operands live: host arrays, torch tensors (CPU or CUDA), CuPy arrays and other CUDA
+# DLPack producers (see the module docstring)
+
+_DL_CUDA, _DL_HOST = (2, 13), (1, 3)      # DLPack device types: CUDA (managed) / CPU (pinned)
+
+
+def _is_torch(x) -> bool:                 # a tensor's library is imported already
+    return isinstance(x, getattr(sys.modules.get("torch"), "Tensor", ()))
+
+
+def _is_cupy(x) -> bool:
+    return isinstance(x, getattr(sys.modules.get("cupy"), "ndarray", ()))
+
+
+def _locate(x, role: str, where: str) -> tuple[str, "int | None", str]:
+    """(kind, CUDA device id or None: the host, description) of one operand; kind "numpy": all
+    that np.asarray reads (numpy and ml_dtypes arrays, lists, host DLPack objects)."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "__dlpack__"):
+        return "numpy", None, "a host array"
+    tname = type(x).__name__
+    if _is_torch(x):
+        if x.device.type in ("cuda", "cpu"):
+            return ("torch", int(x.device.index or 0), f"a torch.Tensor on {x.device}") \
+                if x.device.type == "cuda" else ("torch", None, "a torch.Tensor on the CPU")
+        raise ValueError(f"{where}: {role} is a torch.Tensor on {x.device}: only CUDA and CPU "
+                         f"tensors are accepted")
+    if _is_cupy(x):
+        return "cupy", int(x.device.id), f"a CuPy array on cuda:{x.device.id}"
+    try:
+        kind, dev = (int(v) for v in x.__dlpack_device__())
+    except Exception as e:  # noqa: BLE001 (a foreign object: say what it lacks, one line)
+        raise ValueError(f"{where}: {role} ({tname}) has __dlpack__ but no usable "
+                         f"__dlpack_device__ ({type(e).__name__})") from None
+    if kind in _DL_CUDA + _DL_HOST:
+        return ("dlpack", dev, f"a {tname} on cuda:{dev}") if kind in _DL_CUDA else \
+            ("numpy", None, f"a {tname} on the host")
+    raise ValueError(f"{where}: {role} ({tname}) is on DLPack device type {kind}: only CUDA "
+                     f"device arrays (type 2) and host arrays are accepted")
+
+
+def placement(where: str, **operands) -> "Placement":
+    """Where a call's array operands (role=array; None skipped) live: all on the host (kind
+    "numpy", or "torch" when the first is a torch CPU tensor) or all on one CUDA device (the
+    first one's kind: "torch", "cupy" or "dlpack"). Operands on different devices, a device
+    other than CUDA, or a CUDA array without a usable CUDA back-end: one-line ValueError."""
+    found = [(role,) + _locate(x, role, where) for role, x in operands.items() if x is not None]
+    dev = [f for f in found if f[2] is not None]
+    if not dev:
+        return Placement("torch" if found and found[0][1] == "torch" else "numpy", None)
+    if len(dev) < len(found) or len({f[2] for f in dev}) > 1:
+        raise ValueError(f"{where}: operands on different devices (" + ", ".join(
+            f"{r} {d}" for r, _, _, d in found) + "); pass all on one CUDA device, or all on the host")
+    from . import cuda
+    ok, why = cuda.available()
+    if not ok:
+        raise ValueError(f"{where}: {dev[0][0]} is {dev[0][3]} but no CUDA back-end is usable "
+                         f"here: {why}; pass numpy arrays instead")
+    return Placement(found[0][1], dev[0][2])
+
+
+class Placement:
+    """The side of a call's operands (`placement`): `bits` reads one as validated raw bits on
+    that side, `host` as a numpy copy read as numpy reads its dtype, `wrap` returns a result
+    there. Device work runs under `context()` (that CUDA device current)."""
+
+    def __init__(self, kind: str, device_id: "int | None"):
+        self.kind, self.device_id = kind, device_id
+        self.on_device = device_id is not None
+
+    def context(self):
+        if not self.on_device:
+            return contextlib.nullcontext()
+        import cupy
+        return cupy.cuda.Device(self.device_id)
+
+    def _raw(self, x, role: str, where: str):
+        """(the operand's elements as unsigned ints of their width, no copy: CuPy on a device,
+        numpy for a torch CPU tensor; its dtype name)."""
+        if _is_torch(x):
+            t = x.detach()
+            name = str(t.dtype).replace("torch.", "")
+            if _kind(name) == "?" or name.endswith("_x2"):
+                raise ValueError(f"{where}: {role}: unsupported dtype {name}")
+            w = 8 * t.element_size()            # through a signed view: bf16/fp8 travel too
+            s = t if name == f"int{w}" else t.view(getattr(sys.modules["torch"], f"int{w}"))
+            if not t.is_cuda:
+                return s.numpy().view(_UINT[w]), name
+            import cupy
+            return cupy.from_dlpack(s).view(_UINT[w]), name
+        arr = x
+        if not _is_cupy(x):
+            import cupy
+            try:
+                arr = cupy.from_dlpack(x)
+            except Exception as e:  # noqa: BLE001 (e.g. a dtype CuPy lacks)
+                msg = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+                raise ValueError(f"{where}: {role}: cannot import the {type(x).__name__} "
+                                 f"through DLPack ({msg})") from None
+        if _kind(arr.dtype.name) == "?":
+            raise ValueError(f"{where}: {role}: unsupported dtype {arr.dtype.name}")
+        return arr.view(_UINT[8 * arr.dtype.itemsize]), arr.dtype.name
+
+    def host(self, x, role: str = "operand", where: str = ""):
+        """x as a host array that numpy reads as the original (bfloat16/float8 as ml_dtypes
+        types, by their bits); None and operands np.asarray reads are returned as they are."""
+        if x is None or not (_is_torch(x) or _is_cupy(x) or self.on_device):
+            return x
+        u, name = self._raw(x, role, where)
+        if self.on_device:
+            with self.context():
+                u = u.get()
+        return u.view(_float_type(name) if _kind(name) == "f" else np.dtype(name))
+
+    def bits(self, x, fmt_name: str, role: str = "operand", where: str = ""):
+        """as_bits on this side: on a device, the same rules and messages, checked there (a
+        float of another type than the format's own is cast exactly, on the host)."""
+        if not self.on_device:
+            return as_bits(self.host(x, role, where), fmt_name, role, where)
+        import cupy
+        f, want = fp.fmt(fmt_name), storage_dtype(fmt_name)
+        pre = f"{where}: " if where else ""
+        u, name = self._raw(x, role, where)
+        lib = "torch" if self.kind == "torch" else "cupy"
+        if _dtype_rule(name, _kind(name), f, want, role, pre, f".view({lib}.{{}})") == "cast":
+            return cupy.asarray(as_bits(self.host(x, role, where), fmt_name, role, where))
+        bits = u if u.dtype == want else u.astype(want)
+        _check_width(bits, f, want, role, pre, cupy)
+        return bits
+
+    def wrap(self, out):
+        """A result (raw bits, numpy or CuPy) as the caller's kind on the caller's side."""
+        if self.kind == "numpy":
+            return out
+        w = 8 * out.dtype.itemsize
+        torch = sys.modules.get("torch")
+        if self.on_device:
+            import cupy
+            with self.context():
+                d = out if isinstance(out, cupy.ndarray) else cupy.asarray(out)
+            if self.kind != "torch":
+                return d
+            return torch.from_dlpack(d.view(f"int{w}")).view(getattr(torch, f"uint{w}"))
+        t = torch.from_numpy(np.ascontiguousarray(out).view(f"int{w}"))
+        return t.view(getattr(torch, f"uint{w}"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def specials(fmt_name: str) -> list[int]:
     """Special and boundary codes of a format (raw storage bits): signed zeros, Inf, NaN codes,
     the smallest subnormal, the largest finite value, 1.0 (where they exist)."""
     f = fp.fmt(fmt_name)
-    out = list(_classes._specials(f))
+    out = list(_classes.special_codes(f))
     out += [1 << f.pad, f.max_code << f.pad]
     if f.signed:
         out += [(f.max_code | f.sign_bit) << f.pad]

@@ -1,8 +1,10 @@
 """Layer 4b, theory: what each instruction computes, loaded from reviewed data (``theories/``).
 
-May import: mmaformal.isa, mmaformal.mma, mmaformal.fp, mmaformal.bits, mmaformal._cache,
-mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the standard library). Never z3
-at module level (the simulator path imports this module).
+May import: mmaformal.theory_check (the schema: file-format constants, value checks, the fit
+to an instruction, catalog patterns), mmaformal.isa, mmaformal.mma, mmaformal.trace (the typed
+trace records a dot leaves for the proof code), mmaformal.fp, mmaformal.bits,
+mmaformal._cache, mmaformal.paths, mmaformal.sparse (the metadata rule; lazily) (and the
+standard library). Never z3 at module level (the simulator path imports this module).
 
 A *theory* is one hypothesis about the arithmetic of a set of catalog instructions: a model
 (a composition of the elementary operations of mmaformal.mma) and every parameter of it. The
@@ -62,22 +64,23 @@ Source: [Xie2025] sec. 4 (Algorithms 5-11, Tables 3-7); per-theory sources are i
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
-import fnmatch
 import functools
 import hashlib
-import inspect
 import json
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fp, isa, mma, paths
+from . import fp, isa, mma, paths, trace
 from .bits import BV, Backend, ite
 from .isa import Instruction
+from .theory_check import (FDPA_OPS, MODEL_OP, MODELS, OPTIONAL_PARAMS, STATUSES, check_fit,
+                           check_static, expand_pattern, is_int, is_pattern, location, matches)
+# the schema's names that the users of this module read here (query.family, query.settle)
+from .theory_check import ACCUMULATE, K_ORDERS, SPARSE  # noqa: F401
+from .theory_check import op_params as _op_params
 
 __all__ = [
     "Theory", "TheorySet", "load", "default", "resolve", "THEORY_DIR", "MODELS", "FDPA_OPS",
@@ -87,14 +90,6 @@ __all__ = [
 #: the theory files: $MMAFORMAL_THEORIES, else the shipped theories/ (mmaformal.paths)
 THEORY_DIR = Path(os.environ.get("MMAFORMAL_THEORIES") or paths.shipped("theories"))
 
-MODELS = ("fdpa", "fma", "ftz_addmul", "int", "fpu")
-FDPA_OPS = ("t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa")
-_MODEL_OP = {"fma": "fma_chain", "ftz_addmul": "ftz_addmul", "int": "int_chain", "fpu": "fpu_dot"}
-STATUSES = ("hypothesis", "corroborated", "refuted")
-K_ORDERS = ("natural", "mod4-pairs")
-ACCUMULATE = ("fused", "add")
-SPARSE = ("", "selected", "dense")
-
 _THEORY_KEYS = frozenset({
     "id", "instructions", "model", "op", "L", "params", "status", "provenance", "competes_with",
     "primary", "convert", "k_order", "accumulate", "note", "sparse", "accumulator",
@@ -102,71 +97,6 @@ _THEORY_KEYS = frozenset({
 _REQUIRED = ("id", "instructions", "model", "params", "status", "provenance")
 _TOP_KEYS = frozenset({"meta", "theory"})
 _META_KEYS = frozenset({"arch", "description"})
-#: Parameters of the mma operations that the instruction fixes (operands, formats, scales).
-_FROM_INSTRUCTION = frozenset({"a", "b", "c", "fa", "fb", "fc", "f", "out", "fs",
-                               "scale_a", "scale_b", "L", "saturate", "bop"})
-#: Parameters added after theories were proved: a theory may leave them out, which means the
-#: mma default given here, and writes them only when they differ from it (`replace` drops a
-#: default value), so the hashes of the theories that leave them out stay as they were.
-OPTIONAL_PARAMS = {"tail": "algorithm"}
-_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _check_param(name: str, v: Any) -> str | None:
-    """None if v is a valid value of parameter `name`, else what is expected."""
-    if name in ("F", "F2"):
-        return None if _is_int(v) and 0 <= v <= 256 else "an int in 0..256"
-    if name == "G":
-        return None if _is_int(v) and v > 0 else "a positive int"
-    if name == "P":
-        return None if v in (2, 4) and _is_int(v) else "2 or 4"
-    if name == "rho":
-        return None if v in mma.RHO else "one of " + ", ".join(mma.RHO)
-    if name == "zero_exp":
-        return None if v in ("excluded", "field") or _is_int(v) else \
-            '"excluded", "field" or an int (a fixed exponent)'
-    if name == "nan":
-        try:
-            if (_is_int(v) and v >= 0) or (isinstance(v, str) and fp.nan_policy(v)):
-                return None
-        except ValueError:
-            pass
-        return ('"default", the NaN code as an int (e.g. 0x7FFFFFFF) or '
-                '"propagate-ORDER[:CODE]" (e.g. "propagate-bca:0xFFF8000000000000")')
-    if name == "overflow":
-        return None if v in ("ieee", "saturate", "inf") else '"ieee", "saturate" or "inf"'
-    if name == "zero_group":
-        return None if v in ("sum", "products") else '"sum" or "products"'
-    if name == "zero_sign":
-        return None if v in ("ieee", "positive") else '"ieee" or "positive"'
-    if name == "tail":
-        return None if v in mma.TR_TAILS else "one of " + ", ".join(mma.TR_TAILS)
-    if name == "sat_at":
-        return None if v in mma.SAT_AT else "one of " + ", ".join(mma.SAT_AT)
-    if name == "sat":
-        return None if v in mma.SAT else "one of " + ", ".join(mma.SAT)
-    if name in ("tf32_round", "mode"):
-        return None if v in fp.MODES else "one of " + ", ".join(fp.MODES)
-    # a parameter this loader does not know yet: any TOML scalar
-    return None if isinstance(v, (str, int, float, bool)) else "a TOML scalar"
-
-
-@functools.lru_cache(maxsize=None)
-def _op_params(op: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(required, all) keyword parameters of mma.<op> that a theory must give."""
-    fn = getattr(mma, op)
-    names, required = [], []
-    for p in inspect.signature(fn).parameters.values():
-        if p.name in _FROM_INSTRUCTION or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        names.append(p.name)
-        if p.default is p.empty:
-            required.append(p.name)
-    return tuple(required), tuple(names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,19 +205,19 @@ class Theory:
         t = dataclasses.replace(self, params=tuple(sorted(params.items())) if
                                 any(k in OPTIONAL_PARAMS for k in changes) else
                                 tuple(params.items()), **top)
-        _check_static(t, t.file or "<replace>")
+        check_static(t, t.file or "<replace>")
         if t.instr is not None:
-            _check_fit(t, t.instr)
+            check_fit(t, t.instr)
         return t
 
     # -- binding and evaluation ------------------------------------------------------------
     def covers(self, name: str) -> bool:
-        return any(_match(p, name) for p in self.instructions)
+        return any(matches(p, name) for p in self.instructions)
 
     def bind(self, instr: "Instruction | str") -> "Theory":
         """This theory applied to one instruction (checked: the theory must fit it)."""
         ins = isa.lookup(instr) if isinstance(instr, str) else instr
-        _check_fit(self, ins)
+        check_fit(self, ins)
         return dataclasses.replace(self, instr=ins)
 
     def k_positions(self, kdim: int) -> list[int]:
@@ -347,8 +277,7 @@ class Theory:
             raise ValueError(f"{ins.name}: a sparse dot needs {nk} a elements, {nk} metadata "
                              f"elements and {ins.k} b elements, got {len(a)}, "
                              f"{0 if meta is None else len(meta)} and {len(b)}")
-        mma._note("sparse", {"mode": self.sparse, "G": G, "kept": kept,
-                             "meta": [m for m in meta]})
+        trace.record(trace.SparseSelect(self.sparse, G, kept, [m for m in meta]))
         if self.sparse == "selected":
             # B row of each kept element: the one its metadata index names in its group
             sel = []
@@ -394,12 +323,12 @@ class Theory:
         if self.convert:
             a = [_convert_exact(x, ins.a, self.convert) for x in a]
             b = [_convert_exact(x, ins.b, self.convert) for x in b]
-            mma._note("convert_operands", {"to": self.convert, "a": a, "b": b})
+            trace.record(trace.ConvertOperands(self.convert, a, b))
         perm = _k_order(self.k_order, kdim)
         if perm is not None:
             a = [a[k] for k in perm]
             b = [b[k] for k in perm]
-            mma._note("k_order", {"order": self.k_order, "perm": perm})
+            trace.record(trace.KOrder(self.k_order, perm))
         fa, fb = self._formats()
         params = self.param_dict
         if self.model == "fma":
@@ -417,7 +346,7 @@ class Theory:
         acc = self.accumulator
         if acc and ins.c != acc:  # C converted exactly first (e.g. HADD2.F32 of an f16 C)
             c = _convert_exact(c, ins.c, acc)
-            mma._note("convert_c", {"to": acc, "c": c})
+            trace.record(trace.ConvertC(acc, c))
             first_fc = acc
         c0 = c
         if self.accumulate == "add":
@@ -448,11 +377,11 @@ class Theory:
         d = mma.fdpa_chain(block, a, b, c0, self.L, **params)
         if self.accumulate == "add":
             nan = mma.NVIDIA_NAN.get(ins.d, "default")
-            mma._note("accumulate_add", {"chain": d, "c": c})
+            trace.record(trace.AccumulateAdd(d, c))
             d = fp.add(ins.d, d, c, "RNE", nan=nan)
         if acc and ins.d != acc:  # D rounded last, RNE (e.g. F2FP.F16.F32 of the f32 result)
             d = _round_fmt(d, acc, ins.d)
-            mma._note("round_d", {"from": acc, "d": d})
+            trace.record(trace.RoundD(acc, d))
         return d
 
     @functools.cached_property
@@ -478,7 +407,7 @@ class Theory:
 
 
 def _fmt_param(k: str, v: Any) -> str:
-    if k == "nan" and _is_int(v):
+    if k == "nan" and is_int(v):
         return hex(v)
     return repr(v) if isinstance(v, str) else str(v)
 
@@ -522,193 +451,6 @@ def _round_fmt(x: BV, src: str, dst: str) -> BV:
 
 
 # --------------------------------------------------------------------------------------------
-# Checks
-
-
-def _where(file: str, tid: str | None) -> str:
-    return f"{file}: theory {tid!r}" if tid else f"{file}"
-
-
-def _check_static(t: Theory, file: str) -> None:
-    """Checks that need no catalog: keys were done by the parser; here values."""
-    w = _where(file, t.id)
-    if not _ID.match(t.id):
-        raise ValueError(f"{w}: id must match {_ID.pattern}")
-    if t.model not in MODELS:
-        raise ValueError(f"{w}: unknown model {t.model!r}; known: {', '.join(MODELS)}")
-    if t.model in ("fdpa", "int"):
-        if t.model == "fdpa" and t.op not in FDPA_OPS:
-            raise ValueError(f"{w}: unknown op {t.op!r} for model fdpa; known: {', '.join(FDPA_OPS)}")
-        if t.model == "int" and t.op != "int_chain":
-            raise ValueError(f"{w}: model int has op 'int_chain', not {t.op!r}")
-        if not (_is_int(t.L) and t.L > 0):
-            raise ValueError(f"{w}: model {t.model} needs L (the block length), a positive int")
-        if t.model == "int" and (t.k_order != "natural" or t.accumulate != "fused" or t.convert):
-            raise ValueError(f"{w}: k_order, accumulate and convert belong to model fdpa only")
-    else:
-        if t.op != _MODEL_OP[t.model]:
-            raise ValueError(f"{w}: model {t.model} has op {_MODEL_OP[t.model]!r}, not {t.op!r}")
-        if t.L is not None:
-            raise ValueError(f"{w}: L belongs to model fdpa only")
-        if t.k_order != "natural" or t.accumulate != "fused":
-            raise ValueError(f"{w}: k_order and accumulate belong to model fdpa only")
-    if t.status not in STATUSES:
-        raise ValueError(f"{w}: unknown status {t.status!r}; known: {', '.join(STATUSES)}")
-    if not t.provenance.strip():
-        raise ValueError(f"{w}: provenance must not be empty")
-    if not t.instructions:
-        raise ValueError(f"{w}: instructions must be a non-empty list")
-    if t.k_order not in K_ORDERS:
-        raise ValueError(f"{w}: unknown k_order {t.k_order!r}; known: {', '.join(K_ORDERS)}")
-    if t.sparse not in SPARSE:
-        raise ValueError(f"{w}: unknown sparse {t.sparse!r}; known: selected, dense")
-    if t.accumulate not in ACCUMULATE:
-        raise ValueError(f"{w}: unknown accumulate {t.accumulate!r}; known: {', '.join(ACCUMULATE)}")
-    if t.convert and t.convert not in isa.OPERAND_FORMATS:
-        raise ValueError(f"{w}: unknown convert format {t.convert!r}")
-    if t.id in t.competes_with:
-        raise ValueError(f"{w}: a theory cannot compete with itself")
-    required, allowed = _op_params(t.op)
-    given = set(dict(t.params))
-    missing = [p for p in allowed if p not in given and p not in OPTIONAL_PARAMS]
-    for k, dv in OPTIONAL_PARAMS.items():
-        if dict(t.params).get(k, object()) == dv:
-            raise ValueError(f"{w}: leave parameter {k} out when it is the default {dv!r} "
-                             f"(so the theory keeps its hash)")
-    extra = sorted(given - set(allowed))
-    if missing:
-        raise ValueError(f"{w}: missing parameter(s) {missing} of mma.{t.op} (give every "
-                         f"parameter, the paper-default ones too, with a comment)")
-    if extra:
-        raise ValueError(f"{w}: unknown parameter(s) {extra} for mma.{t.op}; it takes "
-                         f"{list(allowed)}")
-    for k, v in t.params:
-        why = _check_param(k, v)
-        if why:
-            raise ValueError(f"{w}: parameter {k} = {v!r} must be {why}")
-
-
-def _exact_in(src: str, dst: str) -> bool:
-    """Every value of format src is a value of format dst."""
-    s, d = fp.fmt(src), fp.fmt(dst)
-    if s.pad or d.pad:
-        return s.name == d.name
-    return (d.t >= s.t and d.emax >= s.emax and d.emin - d.t <= s.emin - s.t
-            and (d.inf or not s.inf) and (d.nan != "none" or s.nan == "none")
-            and (d.signed or not s.signed))
-
-
-def _check_fit(t: Theory, ins: Instruction) -> None:
-    """The theory can be applied to this instruction."""
-    w = f"{_where(t.file or '<theory>', t.id)}: instruction {ins.name}"
-    p = t.param_dict
-    if t.convert:
-        for role, f in (("a", ins.a), ("b", ins.b)):
-            if not _exact_in(f, t.convert):
-                raise ValueError(f"{w}: convert = {t.convert!r} is not exact for {role} format {f}")
-    fa = t.convert or ins.a
-    fb = t.convert or ins.b
-    if bool(t.sparse) != bool(ins.sparse):
-        raise ValueError(f"{w}: " + ("a sparse instruction needs sparse = 'selected' or 'dense'"
-                                     if ins.sparse else "sparse belongs to sparse instructions"))
-    if ins.sparse and t.sparse == "selected" and t.model in ("fdpa", "int"):
-        nk = ins.k // ins.sparsity[0] * ins.sparsity[1]
-        if nk % min(nk, t.L):
-            raise ValueError(f"{w}: the {nk} selected terms are not a multiple of L = {t.L}")
-    if (t.model == "int") != ins.integer:
-        raise ValueError(f"{w}: model {t.model} " + ("needs" if t.model == "int" else
-                         "does not take") + " an integer instruction")
-    if t.model == "int":
-        if ins.k % min(ins.k, t.L):
-            raise ValueError(f"{w}: K = {ins.k} is not a multiple of L = {t.L}")
-        return
-    if t.model == "fma":
-        if not (fa == fb == ins.c == ins.d):
-            raise ValueError(f"{w}: model fma needs a = b = c = d formats, got "
-                             f"{fa}, {fb}, {ins.c}, {ins.d}")
-        if ins.scale:
-            raise ValueError(f"{w}: model fma does not take scale factors")
-        return
-    if t.model == "fpu":
-        if fa != fb or not _exact_in(ins.c, fa) or ins.scale:
-            raise ValueError(f"{w}: model fpu needs a = b (after convert), c exact in it and no "
-                             f"scale factors, got {fa}, {fb}, {ins.c}")
-        if ins.k % p["G"]:
-            raise ValueError(f"{w}: G = {p['G']} does not divide K = {ins.k}")
-        return
-    if t.model == "ftz_addmul":
-        if fa not in ("f16", "bf16") or fb != fa or ins.c != "f32" or ins.d != "f32":
-            raise ValueError(f"{w}: model ftz_addmul needs f16/bf16 a = b and f32 c, d")
-        if ins.k % p["P"]:
-            raise ValueError(f"{w}: P = {p['P']} does not divide K = {ins.k}")
-        return
-    L = min(ins.k, t.L)
-    if ins.k % L:
-        raise ValueError(f"{w}: K = {ins.k} is not a multiple of L = {L}")
-    scaled_op = t.op in ("st_fdpa", "gst_fdpa")
-    if scaled_op != bool(ins.scale):
-        raise ValueError(f"{w}: op {t.op} " + ("needs" if scaled_op else "does not take")
-                         + " a block-scaled instruction")
-    if t.accumulator:
-        if t.model != "fdpa" or t.accumulate == "add":
-            raise ValueError(f"{w}: accumulator needs model fdpa with accumulate = 'fused'")
-        if not _exact_in(ins.c, t.accumulator):
-            raise ValueError(f"{w}: C ({ins.c}) is not exact in accumulator {t.accumulator}")
-    if "rho" in p:
-        out = mma.rho_of(p["rho"])[2].name
-        if out != (t.accumulator or ins.d):
-            raise ValueError(f"{w}: rho = {p['rho']} gives {out}, the instruction's D is {ins.d}")
-    if t.op in ("tr_fdpa", "gtr_fdpa", "e_fdpa") and (ins.d != "f32" or ins.c != "f32"):
-        raise ValueError(f"{w}: op {t.op} needs f32 c and d")
-    if t.op == "gtr_fdpa" and L % 2:
-        raise ValueError(f"{w}: gtr_fdpa needs an even L, got {L}")
-    if t.op == "gst_fdpa":
-        G = p["G"]
-        if L % G or ins.scale_block % G:
-            raise ValueError(f"{w}: G = {G} must divide L = {L} and scale_block = {ins.scale_block}")
-    if t.accumulate == "add" and ins.c != ins.d:
-        raise ValueError(f"{w}: accumulate = 'add' needs c and d of one format")
-    if t.k_order == "mod4-pairs" and ins.k % 4:
-        raise ValueError(f"{w}: k_order mod4-pairs needs K divisible by 4")
-    if t.k_order != "natural" and ins.scale:
-        raise ValueError(f"{w}: k_order must be natural for block-scaled instructions")
-
-
-# --------------------------------------------------------------------------------------------
-# Pattern matching against the catalog (prefix-bisected: fast enough to run at every load)
-
-
-@functools.lru_cache(maxsize=None)
-def _rx(pattern: str) -> re.Pattern:
-    return re.compile(fnmatch.translate(pattern))
-
-
-def _is_pattern(s: str) -> bool:
-    return any(ch in s for ch in "*?[")
-
-
-def _match(pattern: str, name: str) -> bool:
-    return name == pattern if not _is_pattern(pattern) else bool(_rx(pattern).match(name))
-
-
-@functools.lru_cache(maxsize=1)
-def _sorted_names() -> tuple[str, ...]:
-    return tuple(sorted(isa.catalog()))
-
-
-def _expand(pattern: str) -> list[str]:
-    names = _sorted_names()
-    if not _is_pattern(pattern):
-        return [pattern] if pattern in isa.catalog() else []
-    cut = min(i for i in (pattern.find(ch) for ch in "*?[") if i >= 0)
-    prefix = pattern[:cut]
-    lo = bisect.bisect_left(names, prefix)
-    hi = bisect.bisect_left(names, prefix + "\U0010ffff")
-    rx = _rx(pattern)
-    return [n for n in names[lo:hi] if rx.match(n)]
-
-
-# --------------------------------------------------------------------------------------------
 # Loading
 
 
@@ -731,7 +473,7 @@ def _parse_file(path: Path) -> list[Theory]:
     out = []
     for i, e in enumerate(entries):
         tid = e.get("id") if isinstance(e.get("id"), str) else None
-        w = _where(file, tid or f"#{i + 1}")
+        w = location(file, tid or f"#{i + 1}")
         unknown = set(e) - _THEORY_KEYS
         if unknown:
             raise ValueError(f"{w}: unknown key(s) {sorted(unknown)}; known: {sorted(_THEORY_KEYS)}")
@@ -756,8 +498,8 @@ def _parse_file(path: Path) -> list[Theory]:
         if not isinstance(params, dict):
             raise ValueError(f"{w}: params must be a table ([theory.params])")
         model = e["model"]
-        op = e.get("op", _MODEL_OP.get(model, ""))
-        if "L" in e and not _is_int(e["L"]):
+        op = e.get("op", MODEL_OP.get(model, ""))
+        if "L" in e and not is_int(e["L"]):
             raise ValueError(f"{w}: L must be an int")
         if model not in MODELS:
             raise ValueError(f"{w}: unknown model {model!r}; known: {', '.join(MODELS)}")
@@ -771,7 +513,7 @@ def _parse_file(path: Path) -> list[Theory]:
             note=e.get("note", ""), file=file, sparse=e.get("sparse", ""),
             accumulator=e.get("accumulator", ""),
         )
-        _check_static(t, file)
+        check_static(t, file)
         out.append(t)
     return out
 
@@ -791,13 +533,13 @@ class TheorySet:
         self._bound: dict[tuple, Theory] = {}          # (theory id or None, name) -> bound
         cat = isa.catalog()
         for t in self.by_id.values():
-            w = _where(t.file, t.id)
+            w = location(t.file, t.id)
             names: list[str] = []
             for p in t.instructions:
-                hit = _expand(p)
+                hit = expand_pattern(p)
                 if not hit:
                     hint = ""
-                    if not _is_pattern(p):
+                    if not is_pattern(p):
                         try:
                             isa.lookup(p)
                             hint = " (write the catalog spelling " + repr(isa.lookup(p).name) + ")"
@@ -807,11 +549,11 @@ class TheorySet:
                 names.extend(hit)
             names = list(dict.fromkeys(names))
             for n in names:
-                _check_fit(t, cat[n])
+                check_fit(t, cat[n])
                 self._by_instr.setdefault(n, []).append(t.id)
             self._members[t.id] = names
         for t in self.by_id.values():
-            w = _where(t.file, t.id)
+            w = location(t.file, t.id)
             for r in t.competes_with:
                 if r not in self.by_id:
                     raise ValueError(f"{w}: competes_with names unknown theory {r!r}")
@@ -824,11 +566,11 @@ class TheorySet:
             prim = [i for i in ids if self.by_id[i].primary]
             if len(prim) > 1:
                 t = self.by_id[prim[1]]
-                raise ValueError(f"{_where(t.file, t.id)}: instruction {n} has two primary "
+                raise ValueError(f"{location(t.file, t.id)}: instruction {n} has two primary "
                                  f"theories: {prim[0]!r} and {prim[1]!r} (mark rivals primary = false)")
             if not prim:
                 t = self.by_id[ids[0]]
-                raise ValueError(f"{_where(t.file, t.id)}: instruction {n} has theories "
+                raise ValueError(f"{location(t.file, t.id)}: instruction {n} has theories "
                                  f"{ids} but none is primary")
         if complete:
             missing = [n for n in cat if n not in self._by_instr]
@@ -919,7 +661,8 @@ def default() -> TheorySet:
     from ._cache import cached
     here = Path(__file__).resolve().parent
     files = sorted(THEORY_DIR.glob("*.toml")) if THEORY_DIR.is_dir() else [THEORY_DIR]
-    code = [here / n for n in ("theory.py", "mma.py", "fp.py", "bits.py", "_cache.py")]
+    code = [here / n for n in ("theory.py", "theory_check.py", "mma.py", "fp.py", "bits.py",
+                              "_cache.py")]
     return cached("theories", [*isa.DATA_FILES, Path(isa.__file__), *files, *code], load)
 
 

@@ -17,6 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from mmaformal import calibrate as C  # noqa: E402
+from mmaformal import calibrate_calls as CC  # noqa: E402
+from mmaformal import calibrate_native as CN  # noqa: E402
 from mmaformal import cli  # noqa: E402
 from mmaformal import profile as P  # noqa: E402
 from mmaformal import torch as mt  # noqa: E402
@@ -106,7 +108,7 @@ def test_probe_big_products_cancel():
     inp = C.probe_inputs(case, 0)
     x, y = inp["x"].double(), inp["y"].double()
     exact = x @ y
-    sa, _, sb, _ = C._probe_values("f32", "f32")
+    sa, _, sb, _ = CN._probe_values("f32", "f32")
     assert torch.all(exact == (case.k - 2) * sa * sb)
     assert inp["y"].stride(0) == 1 if case.trans_b else True
 
@@ -235,14 +237,14 @@ def test_model_spec_errors():
     for spec, words in (("nomodule", "pkg.module:factory"), ("no_such_mod_x:f", "cannot import"),
                         ("json:nothing", "no callable"), ("json:dumps", "must return")):
         with pytest.raises(ValueError, match=words):
-            C._load_model(spec, 8) if spec != "json:dumps" else _call_factory(spec)
+            CC._load_model(spec, 8) if spec != "json:dumps" else _call_factory(spec)
 
 
 def _call_factory(spec):
     import json
     json.calibrate_test_factory = lambda: 1
     try:
-        return C._load_model("json:calibrate_test_factory", 8)
+        return CC._load_model("json:calibrate_test_factory", 8)
     finally:
         del json.calibrate_test_factory
 

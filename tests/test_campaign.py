@@ -285,10 +285,10 @@ def test_monotonic_witness_search_against_the_oracle():
 def test_monotonic_block_scaled_refuted_and_replayed():
     """Block-scaled instructions take the monotonic claim (the same finite scales on both
     sides); the witness is replayed on the int and numpy back-ends before it is reported."""
-    from mmaformal.query import prove as P
+    from mmaformal.query.claims import monotonic as CM
     from mmaformal.query.model import resolve
     n = "sm100/tcgen05.mma.m128n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.ue8m0"
-    res = P.prove_monotonic(resolve(n), timeout=20, backends=("int", "numpy"), scan=20)
+    res = CM.prove_monotonic(resolve(n), timeout=20, backends=("int", "numpy"), scan=20)
     assert res["status"] == "refuted" and "same finite scales" in res["claim"]
     w1, w2 = res["witness"], res["detail"]["witness2"]
     assert w1["scale_a"] == w2["scale_a"] and w1["scale_b"] == w2["scale_b"]

@@ -195,9 +195,10 @@ def test_explain(capsys):
     rc, out, _ = run(capsys, "explain", "gfx942/v_mfma_f32_16x16x32_bf8_bf8", "--a=-8192,-0.5,-0.25,-0.125",
                      "--b=1024,1,1,1", "--c=8388608", "--json")
     rep = json.loads(out)
-    assert rep["output"]["value"] == "-1" and rep["theory"] == "gfx942.fp8"
+    assert rep["output"]["value"] == "-1" and rep["theory"] == "gfx942.fp8.mmasim-tail"
     kinds = [s["step"] for s in rep["steps"]]
     assert "fused sum (even products)" in kinds and "group sums" in kinds and "rounded sum with c" in kinds
+    assert "renormalised rounding" in kinds         # the primary's tail (tail = "mmasim")
 
 
 def test_explain_special_rule(capsys):

@@ -22,7 +22,7 @@ import pytest
 
 import hw_records
 from mmaformal import fp, isa, theory
-from mmaformal.hw import campaigns, wgmma_sp
+from mmaformal.hw import campaigns, validate
 from mmaformal.simulate import simulate
 
 DENSE, MMA = (hw_records.campaign(n)
@@ -157,7 +157,7 @@ def test_record_replays(rec):
             sim = simulate(name, z[k + ".a"], z[k + ".b"], z[k + ".c"])
             hw = z[k + ".d"]
         else:                                          # a block of tile 0 (wgmma)
-            sim, hw = wgmma_sp.replay_sample(name, z, k)
+            sim, hw = validate.replay_sample(name, z, k)
         assert sim.shape == hw.shape and hw.size >= 64
         bad += int((sim != hw).sum())
     assert bad == 0, f"{name}: {th.id} no longer reproduces the H100 sample"

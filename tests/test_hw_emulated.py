@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from mmaformal.hw import check, kernels, runner
+from mmaformal.hw import check, forms, layouts, runner
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -52,8 +52,8 @@ def _fake_cupy():
 
 def _emulator(name: str, broken: bool = False):
     """Executes D = A*B + C on images by the declared tables (float64 is exact here)."""
-    s = kernels.spec(name)
-    tabs = {k: np.array(v) for k, v in kernels.operand_tables(name).items()}
+    s = forms.spec(name)
+    tabs = {k: np.array(v) for k, v in layouts.operand_tables(name).items()}
     if broken:  # swap two A slots that hold different k of one row
         ta = tabs["a"]
         i = int(np.flatnonzero(ta == 0)[0])
@@ -64,7 +64,7 @@ def _emulator(name: str, broken: bool = False):
 
     def val(img, tab, fmt, shape):
         T = img.shape[0]
-        bits = kernels.FORMAT_BITS[fmt]
+        bits = forms.FORMAT_BITS[fmt]
         if bits < 8:  # packed words -> one element per byte (element 0 in the low bits)
             per = 32 // bits
             img = ((img[:, :, None] >> (np.arange(per, dtype=np.uint32) * bits))
@@ -115,13 +115,13 @@ def _emulator(name: str, broken: bool = False):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
-    runner._sm_count.cache_clear()
-    runner._device_tables.cache_clear()
+    runner.sm_count.cache_clear()
+    runner.device_tables.cache_clear()
     state = {"broken": False}
-    monkeypatch.setattr(runner, "_function", lambda n: _emulator(n, state["broken"]))
+    monkeypatch.setattr(runner, "function", lambda n, sel=0: _emulator(n, state["broken"]))
     yield state
-    runner._sm_count.cache_clear()
-    runner._device_tables.cache_clear()
+    runner.sm_count.cache_clear()
+    runner.device_tables.cache_clear()
 
 
 NAMES = ["sm90/mma.m16n8k16.f32.f16.f16.f32", "sm90/mma.m16n8k16.f16.f16.f16.f16",
@@ -146,7 +146,7 @@ def test_selfcheck_and_probe_pass_on_declared_layout(fake_gpu, name):
     assert runner.available()[0]
     ok, msg = check.layout_selfcheck(name, tiles=8)
     assert ok, msg
-    if kernels.FORMAT_BITS[kernels.spec(name).btype] < 8:
+    if forms.FORMAT_BITS[forms.spec(name).btype] < 8:
         return  # the probe's distinct k codes do not fit 4- or 1-bit B (self-check only)
     p = check.layout_probe(name, chunk=700)
     assert p["consistent"], p["message"]
@@ -242,8 +242,43 @@ def test_bad_inputs_raise_value_error(fake_gpu):
         runner.run(name, a, b[:, :8], c)
     with pytest.raises(ValueError, match="batch"):
         runner.run(name, a, b[:1], c)
-    with pytest.raises(ValueError, match="not covered"):
+    with pytest.raises(ValueError, match="unknown instruction"):
         runner.run("sm90/mma.m16n8k16.f32.f16.f16.f16", a, b, c)
+
+
+def test_another_architecture_is_refused_in_one_line(fake_gpu):
+    """The emulated device is sm_90a: an sm80 form (the same PTX, another architecture's
+    numerics) and a refused form say so in one line, before anything runs."""
+    a = np.zeros((16, 16), np.uint16)
+    b, c = np.zeros((16, 8), np.uint16), np.zeros((16, 8), np.uint32)
+    assert runner.device_arch() == "sm90"
+    with pytest.raises(ValueError, match=r"an sm80 instruction .*there: sm90/mma") as e:
+        runner.run("sm80/mma.m16n8k16.f32.f16.f16.f32", a, b, c)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="tcgen05 with M = 64"):
+        runner.run("sm100/tcgen05.mma.m64n8k16.kind::f16.f32.f16.f16", a, b, c)
+    with pytest.raises(ValueError, match="an sm100 instruction .*runs sm90 forms only"):
+        runner.need_gpu(["sm90/mma.m16n8k16.f32.f16.f16.f32", "sm100/mma.m16n8k16.f32.f16.f16.f32"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["hw", "run", "sm80/mma.m16n8k16.f32.f16.f16.f32"],
+    ["hw", "run", "sm100/tcgen05.mma.m128n16k16.kind::f16.f32.f16.f16"],
+    ["hw", "validate", "sm120/mma.m16n8k32.kind::f8f6f4.f32.e4m3.e4m3.f32"],
+    ["hw", "validate", "sm100/tcgen05.mma.m128n16k16.kind::f16.f16.f16.f16"],
+])
+def test_cli_refuses_a_form_the_gpu_lacks(fake_gpu, argv, tmp_path, capsys):
+    from mmaformal import cli
+    if argv[1] == "run":
+        argv = argv + [x for k in "abc" for x in (f"--{k}", str(tmp_path / f"{k}.npy"))] + \
+            ["--out", str(tmp_path / "d.npy")]
+    else:
+        argv = argv + ["--out", str(tmp_path / "v")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "runs sm90 forms only" in err or "f16 D" in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unavailable_without_cupy(monkeypatch):

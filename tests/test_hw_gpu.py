@@ -1,7 +1,8 @@
-"""Layout self-check of every covered instruction on a real Hopper GPU (pytest -m gpu).
+"""Layout self-check of every runnable instruction on a real GPU (pytest -m gpu).
 
-Skipped where there is no CuPy, no GPU, or the GPU is not sm_90. Results of the recorded device
-run are in mmaformal/hw/SASS.md.
+Skipped where there is no CuPy or no GPU; the forms are those of the GPU's architecture (the
+named sm90 ones only on an sm90 device). Results of the recorded device runs are in
+mmaformal/hw/SASS.md.
 """
 
 from __future__ import annotations
@@ -9,22 +10,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mmaformal.hw import check, kernels, runner
+from mmaformal.hw import check, forms, runner
 
 pytestmark = pytest.mark.gpu
 
 _OK, _WHY = runner.available()
-needs_gpu = pytest.mark.skipif(not _OK, reason=f"no sm_90 GPU: {_WHY}")
+_ARCH = runner.device_arch() if _OK else "sm90"
+needs_gpu = pytest.mark.skipif(not _OK, reason=f"no GPU: {_WHY}")
+needs_sm90 = pytest.mark.skipif(_ARCH != "sm90", reason=f"not an sm90 GPU ({_ARCH})")
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", kernels.instructions((8, 256)))
+@pytest.mark.parametrize("name", forms.instructions((8, 256), _ARCH))
 def test_layout_selfcheck(name):
     ok, msg = check.layout_selfcheck(name)
     assert ok, msg
 
 
 @needs_gpu
+@needs_sm90
 @pytest.mark.parametrize("name", ["sm90/mma.m16n8k16.f32.f16.f16.f32",
                                   "sm90/mma.m16n8k32.f32.e4m3.e4m3.f32",
                                   "sm90/mma.m16n8k16.f64.f64.f64.f64",
@@ -36,6 +40,7 @@ def test_one_hot_probe(name):
 
 
 @needs_gpu
+@needs_sm90
 def test_raw_bits_batch_shapes():
     name = "sm90/wgmma.m64n24k16.f32.bf16.bf16"
     rng = np.random.default_rng(0)
@@ -50,14 +55,14 @@ def test_raw_bits_batch_shapes():
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", __import__("mmaformal.hw.wgmma_sp", fromlist=["x"]).PROBE_FORMS)
+@needs_sm90
+@pytest.mark.parametrize("name", __import__("mmaformal.hw.batch", fromlist=["x"]).PROBE_FORMS)
 def test_wgmma_sp_metadata_probe_and_selfcheck(name):
     """Sparse wgmma: the metadata map recovered from the silicon is the declared one, and the
     exact per-row self-check passes with it (sp-sel 0; f16/bf16/tf32 also sp-sel 1)."""
-    from mmaformal.hw import wgmma_sp
-    sels = (0, 1) if kernels.spec(name).atype in ("f16", "bf16", "tf32") else (0,)
+    sels = (0, 1) if forms.spec(name).atype in ("f16", "bf16", "tf32") else (0,)
     for sel in sels:
-        p = wgmma_sp.meta_probe(name, sel)
+        p = check.meta_probe(name, sel)
         assert p["consistent"] and p["agrees"], p["message"]
-        ok, msg = wgmma_sp.selfcheck(name, sel=sel)
+        ok, msg = check.layout_selfcheck(name, sel=sel)
         assert ok, msg

@@ -16,22 +16,23 @@ import numpy as np
 import pytest
 
 from mmaformal import isa
-from mmaformal.hw import check, kernels, runner, wgmma_sp
+from mmaformal.hw import check, forms, kernels, layouts, runner, sparse, validate
 
 NVCC = runner.nvcc_path()
 
 
 def test_names_match_the_catalog():
     cat = {n for n, i in isa.catalog().items() if n.startswith("sm90/wgmma.sp.")}
-    assert set(wgmma_sp.names()) == cat
+    assert {n for n in forms.instructions(None, "sm90", family="wgmma")
+            if forms.spec(n).sparse} == cat
     assert len(cat) == 528
-    s = kernels.spec("hopper/wgmma.sp.m64n240k64.satfinite.s32.u8.s8")
+    s = forms.spec("hopper/wgmma.sp.m64n240k64.satfinite.s32.u8.s8")
     assert (s.m, s.n, s.k, s.a_cols, s.sparse, s.sat) == (64, 240, 64, 32, "sp", True)
     assert s.ptx == "wgmma.mma_async.sp.sync.aligned.m64n240k64.satfinite.s32.u8.s8"
     for bad in ("sm90/wgmma.sp.m64n40k64.s32.s8.s8", "sm90/wgmma.sp.m64n8k32.f32.tf32.tf32",
                 "sm90/wgmma.sp.m64n264k32.f32.f16.f16"):
         with pytest.raises(ValueError):
-            kernels.spec(bad)
+            forms.spec(bad)
 
 
 @pytest.mark.parametrize("name", ["sm90/wgmma.sp.m64n8k32.f16.f16.f16",
@@ -39,8 +40,8 @@ def test_names_match_the_catalog():
                                   "sm90/wgmma.sp.m64n256k64.f32.e5m2.e4m3",
                                   "sm90/wgmma.sp.m64n48k64.s32.s8.u8"])
 def test_tables_are_bijections(name):
-    s = kernels.spec(name)
-    t = kernels.operand_tables(name)
+    s = forms.spec(name)
+    t = layouts.operand_tables(name)
     for role, (r, c) in (("a", (64, s.k // 2)), ("b", (s.k, s.n)), ("c", (64, s.n))):
         v = t[role][t[role] >= 0]
         assert np.array_equal(np.sort(v), np.arange(r * c)), role
@@ -51,16 +52,16 @@ def test_tables_are_bijections(name):
 def test_declared_map_covers_every_chunk_once(fmt, sel):
     if sel and fmt in ("e4m3", "s8"):
         return
-    lay = wgmma_sp.declared(fmt, sel)
-    g, _ = wgmma_sp.chunk_shape(fmt)
+    lay = sparse.declared(fmt, sel)
+    g, _, _ = sparse.group(fmt)
     k = {"f16": 32, "tf32": 16}.get(fmt, 64)
     cells = {tuple(x) for x in lay.reshape(-1, 2) if x[0] >= 0}
     assert cells == {(r, c) for r in range(64) for c in range(k // g)}
     assert (lay[..., 0] >= 0).sum() == 64 * k // g
     # the row pattern of lane 0 (row 0) in the low bits, as the mma.sp figures say
-    pos = wgmma_sp.random_pos(fmt, k, (2, 64), np.random.default_rng(1))
-    w = wgmma_sp.meta_words(pos, fmt, lay)
-    nib = wgmma_sp._nibbles(pos, fmt)
+    pos = sparse.random_kept(fmt, k, (2, 64), np.random.default_rng(1))
+    w = sparse.meta_words(pos, fmt, lay)
+    nib = sparse.nibbles(pos, fmt)
     t0 = 2 * sel
     assert w[0, t0] & 0xF == nib[0, 0, 0]
 
@@ -92,7 +93,7 @@ def test_declared_map_is_cutes_metadata_layout(fmt):
         return off
 
     for sel in ((0, 1) if fmt != "s8" else (0,)):
-        lay = wgmma_sp.declared(fmt, sel)
+        lay = sparse.declared(fmt, sel)
         for t in range(128):
             pair = (t >> 1) & 1
             for v in range(int(np.prod(vsh))):
@@ -108,8 +109,8 @@ def test_declared_map_is_cutes_metadata_layout(fmt):
 
 def test_nibbles_follow_ptx():
     # f16 2:4: kept 0,1 -> 0b0100; kept 2,3 -> 0b1110; tf32 1:2: element 0 -> 0b0100, 1 -> 0b1110
-    assert wgmma_sp._nibbles(np.array([[0, 1, 2, 3]]), "f16").tolist() == [[0b0100, 0b1110]]
-    assert wgmma_sp._nibbles(np.array([[0, 1]]), "tf32").tolist() == [[0b0100, 0b1110]]
+    assert sparse.nibbles(np.array([[0, 1, 2, 3]]), "f16").tolist() == [[0b0100, 0b1110]]
+    assert sparse.nibbles(np.array([[0, 1]]), "tf32").tolist() == [[0b0100, 0b1110]]
 
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc")
@@ -121,12 +122,12 @@ def test_kernels_assemble_for_sm90a(tmp_path):
     for i, n in enumerate(names):
         cu = tmp_path / f"k{i}.cu"
         cu.write_text(kernels.source(n))
-        r = subprocess.run([NVCC, "-cubin", runner.ARCH_FLAG, "-o", str(tmp_path / f"k{i}.cubin"),
+        r = subprocess.run([NVCC, "-cubin", forms.TARGETS["sm90"].nvcc_flag, "-o", str(tmp_path / f"k{i}.cubin"),
                             str(cu)], capture_output=True, text=True)
         assert r.returncode == 0, (n, r.stderr[-800:])
     cu = tmp_path / "sel1.cu"
-    cu.write_text(wgmma_sp.source(names[0], sel=1))
-    assert subprocess.run([NVCC, "-cubin", runner.ARCH_FLAG, "-o", str(tmp_path / "s.cubin"),
+    cu.write_text(kernels.source(names[0], sel=1))
+    assert subprocess.run([NVCC, "-cubin", forms.TARGETS["sm90"].nvcc_flag, "-o", str(tmp_path / "s.cubin"),
                            str(cu)], capture_output=True).returncode == 0
 
 
@@ -168,9 +169,9 @@ def _fake_cupy():
 
 def _emulator(name: str, hw_map: np.ndarray):
     """D = A*B + C of one tile per image row, the metadata read through ``hw_map``."""
-    s = kernels.spec(name)
-    tabs = wgmma_sp.tables(name)
-    g, kept = wgmma_sp.chunk_shape(s.atype)
+    s = forms.spec(name)
+    tabs = layouts.operand_tables(name)
+    g, kept, _ = sparse.group(s.atype)
 
     def val(img, tab, fmt, shape):
         img = np.asarray(img)
@@ -223,18 +224,18 @@ def _twin(lay: np.ndarray) -> np.ndarray:
 @pytest.fixture
 def fake_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
-    runner._sm_count.cache_clear()
-    wgmma_sp._dev_tables.cache_clear()
+    runner.sm_count.cache_clear()
+    runner.device_tables.cache_clear()
     state = {"map": None}
 
-    def fn(name, sel):
-        s = kernels.spec(name)
-        hw = state["map"] if state["map"] is not None else wgmma_sp.declared(s.atype, sel)
+    def fn(name, sel=0):
+        s = forms.spec(name)
+        hw = state["map"] if state["map"] is not None else sparse.declared(s.atype, sel)
         return _emulator(name, hw)
-    monkeypatch.setattr(wgmma_sp, "_function", fn)
+    monkeypatch.setattr(runner, "function", fn)
     yield state
-    runner._sm_count.cache_clear()
-    wgmma_sp._dev_tables.cache_clear()
+    runner.sm_count.cache_clear()
+    runner.device_tables.cache_clear()
 
 
 @pytest.mark.parametrize("name", ["sm90/wgmma.sp.m64n8k32.f32.f16.f16",
@@ -242,28 +243,28 @@ def fake_gpu(monkeypatch):
                                   "sm90/wgmma.sp.m64n8k64.f32.e4m3.e5m2",
                                   "sm90/wgmma.sp.m64n24k64.satfinite.s32.s8.u8"])
 def test_probe_and_selfcheck_on_emulated_hardware(fake_gpu, name):
-    s = kernels.spec(name)
-    ok, msg = wgmma_sp.selfcheck(name, tiles=4)
+    s = forms.spec(name)
+    ok, msg = check.layout_selfcheck(name, tiles=4)
     assert ok, msg
-    p = wgmma_sp.meta_probe(name)
+    p = check.meta_probe(name)
     assert p["consistent"] and p["agrees"], p["message"]
     # hardware with another map: the declared map fails the exact check, the probe finds the
     # hardware's map and the check passes with it
-    fake_gpu["map"] = _twin(wgmma_sp.declared(s.atype))
-    ok, msg = wgmma_sp.selfcheck(name, tiles=4)
+    fake_gpu["map"] = _twin(sparse.declared(s.atype))
+    ok, msg = check.layout_selfcheck(name, tiles=4)
     assert not ok and "differ" in msg
-    assert wgmma_sp.selfcheck(name, tiles=4, uniform=True)[0]     # no map can fail this one
-    p = wgmma_sp.meta_probe(name)
+    assert check.layout_selfcheck(name, tiles=4, uniform=True)[0]     # no map can fail this one
+    p = check.meta_probe(name)
     assert p["consistent"] and not p["agrees"], p["message"]
     assert np.array_equal(p["layout"], fake_gpu["map"])
-    assert wgmma_sp.selfcheck(name, p["layout"], tiles=4)[0]
+    assert check.layout_selfcheck(name, tiles=4, layout=p["layout"])[0]
 
 
 def test_selector_one_uses_the_other_thread_pair(fake_gpu):
     name = "sm90/wgmma.sp.m64n8k32.f32.bf16.bf16"
-    ok, msg = wgmma_sp.selfcheck(name, sel=1, tiles=4)
+    ok, msg = check.layout_selfcheck(name, sel=1, tiles=4)
     assert ok, msg
-    p = wgmma_sp.meta_probe(name, sel=1)
+    p = check.meta_probe(name, sel=1)
     assert p["agrees"], p["message"]
     assert (p["layout"][0::4, :, 0] == -1).all()           # lane 4g gives nothing under sel 1
 
@@ -271,30 +272,33 @@ def test_selector_one_uses_the_other_thread_pair(fake_gpu):
 def test_runner_run_dense_a_and_integer_campaign(fake_gpu, tmp_path):
     name = "sm90/wgmma.sp.m64n16k64.s32.u8.s8"
     rng = np.random.default_rng(3)
-    pos = wgmma_sp.random_pos("u8", 64, (2, 64), rng)
+    pos = sparse.random_kept("u8", 64, (2, 64), rng)
     comp = rng.integers(0, 9, size=(2, 64, 32))
-    A = wgmma_sp._dense(comp, pos, "u8", 64)
+    A = sparse.expand(comp, pos, "u8")
     B = rng.integers(-4, 5, size=(2, 64, 16))
     C = rng.integers(-9, 9, size=(2, 64, 16))
-    d = wgmma_sp.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
-                     check.encode_ints(C, "s32"))
-    with pytest.raises(ValueError, match="runs through mmaformal.hw.wgmma_sp"):
-        runner.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
+    d = runner.run(name, check.encode_ints(A, "u8"), check.encode_ints(B, "s8"),
                    check.encode_ints(C, "s32"))
     assert (check.decode_ints(d, "s32")[0] == A @ B + C).all()
-    # an exact integer campaign (wrap-around and extremes) against the theory: 0 mismatches
-    r = wgmma_sp.campaign(name, 20_000, 1, tmp_path, wgmma_sp.declared("u8"),
-                          chunk_dots=4096)
+    # the same through the compressed A and its positions, and with a batch shape
+    Ac, P = sparse.compress(check.encode_ints(A, "u8"), "u8")
+    d2 = runner.run(name, Ac[None], check.encode_ints(B, "s8")[None],
+                    check.encode_ints(C, "s32")[None], meta=P[None])
+    assert d2.shape == (1, 2, 64, 16) and (d2[0] == d).all()
+    # an exact integer campaign (wrap-around and extremes) against the theory: 0 mismatches,
+    # through the one campaign path (validate.campaign) with the declared map
+    r = validate.campaign(name, 20_000, seed=1, out_dir=tmp_path, chunk_dots=4096,
+                          layout=sparse.declared("u8"))
     assert r["tests"] >= 20_000 and r["mismatches"] == 0, r["counterexamples"][:1]
     z = np.load(tmp_path / "sm90_wgmma.sp.m64n16k64.s32.u8.s8.npz")
     for k in r["classes"]:
-        sim, hw = wgmma_sp.replay_sample(name, z, k)
+        sim, hw = validate.replay_sample(name, z, k)
         assert (sim == hw).all(), k
     # the digests: regenerated inputs through the theory give the (emulated) hardware's D
-    assert all(wgmma_sp.replay_digest(r).values())
+    assert all(validate.replay_digest(r).values())
     # and a theory that clamps where this one wraps gives another digest somewhere
     twin = theory.resolve(name).replace(sat="always", id="clamping")
-    v = wgmma_sp.replay_digest(r, theory=twin)
+    v = validate.replay_digest(r, theory=twin)
     assert not v["overflow"] and v["normal"]
     # the same through the command line (the record as written)
     import json
@@ -493,7 +497,7 @@ def test_record_replays(rec):
     assert len(classes) == 10
     bad = 0
     for k in classes:
-        sim, hw = wgmma_sp.replay_sample(name, z, k)
+        sim, hw = validate.replay_sample(name, z, k)
         bad += int((sim != hw).sum())
     if th.status == "corroborated":
         assert r["tests"] >= 10_000_000 and r["mismatches"] == 0

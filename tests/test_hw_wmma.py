@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from mmaformal import isa
-from mmaformal.hw import check, kernels, runner, validate
+from mmaformal.hw import check, forms, kernels, layouts, validate
 
 from test_hw_emulated import fake_gpu  # noqa: F401  (fixture)
 
-WMMA = kernels.wmma_names()
+WMMA = forms.instructions(None, "sm90", family="wmma")
 
 
 def test_every_sm90_wmma_catalog_form_is_covered():
@@ -26,15 +26,15 @@ def test_every_sm90_wmma_catalog_form_is_covered():
 
 @pytest.mark.parametrize("name", WMMA)
 def test_spec_matches_catalog(name):
-    s, ins = kernels.spec(name), isa.lookup(name)
+    s, ins = forms.spec(name), isa.lookup(name)
     assert (s.family, s.m, s.n, s.k) == ("wmma", ins.m, ins.n, ins.k)
     assert (s.atype, s.btype, s.ctype, s.dtype) == (ins.a, ins.b, ins.c, ins.d)
     assert (s.sat, s.bop) == (ins.satfinite, ins.bop)
 
 
 def test_tables_are_plain_matrices():
-    s = kernels.spec("sm90/wmma.mma.m32n8k16.f32.f16")
-    t = kernels.operand_tables(s.name)
+    s = forms.spec("sm90/wmma.mma.m32n8k16.f32.f16")
+    t = layouts.operand_tables(s.name)
     assert (t["a"] == np.arange(32 * 16)).all() and (t["d"] == np.arange(32 * 8)).all()
     # B col_major: image position n * K + k holds B[k, n]
     B = np.arange(16 * 8).reshape(16, 8)
@@ -42,8 +42,8 @@ def test_tables_are_plain_matrices():
 
 
 def test_bad_wmma_name_is_one_line_error():
-    with pytest.raises(ValueError, match="not covered"):
-        kernels.spec("sm90/wmma.mma.m16n16k16.f64.f64")
+    with pytest.raises(ValueError, match="unknown instruction"):
+        forms.spec("sm90/wmma.mma.m16n16k16.f64.f64")
 
 
 @pytest.mark.parametrize("name", ["sm90/wmma.mma.m16n16k16.f16.f32",
@@ -79,11 +79,11 @@ def test_campaign_on_emulated_gpu(fake_gpu, tmp_path):  # noqa: F811
 def test_kernel_compiles_and_issues_the_form(name, tmp_path):
     cu = tmp_path / "k.cu"
     cu.write_text(kernels.source(name))
-    r = subprocess.run(["nvcc", "-ptx", runner.ARCH_FLAG, "-o", str(tmp_path / "k.ptx"), str(cu)],
+    r = subprocess.run(["nvcc", "-ptx", forms.TARGETS["sm90"].nvcc_flag, "-o", str(tmp_path / "k.ptx"), str(cu)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     ops = re.findall(r"^\s*(wmma\.mma\S*)", (tmp_path / "k.ptx").read_text(), re.M)
-    assert ops == [kernels.spec(name).ptx]
+    assert ops == [forms.spec(name).ptx]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ _SPLIT = {"wmma.sm90.f16.f16": "wmma.sm90.f16.f16.c32", "wmma.sm90.f16.f32": "wm
 def _one(name, cx, tid):
     """One recorded dot product (row 0, column 0 of a tile) through simulate."""
     ins = isa.lookup(name)
-    sto = {r: kernels.spec(name).storage(r) for r in "abc"}
+    sto = {r: forms.spec(name).storage(r) for r in "abc"}
     A = np.zeros((1, ins.m, ins.k), sto["a"])
     A[0, 0] = [int(x, 16) for x in cx["a"]]
     B = np.zeros((1, ins.k, ins.n), sto["b"])

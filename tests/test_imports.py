@@ -1,6 +1,6 @@
 """Tests of the import structure of mmaformal/: imports run in one direction.
 
-Three rules, read from the source (AST) of every module, imports at module level and inside
+Four rules, read from the source (AST) of every module, imports at module level and inside
 functions alike:
 
 1. no cycle in the module graph (graphlib's topological sort names one if there is one);
@@ -8,10 +8,12 @@ functions alike:
    inside the query layer none runs up its own order (solvers < frame < model < the pieces
    built on the model < the stores < the verbs < infer);
 3. `from M import name` takes a name that M defines (or a submodule of package M), never one
-   that M only re-exports: the verb modules re-export for scripts and tests, not for mmaformal.
+   that M only re-exports: the verb modules re-export for scripts and tests, not for mmaformal;
+4. no module reads another module's private name (`from M import _x`, `M._x`): what another
+   module needs has a public name where it is defined.
 
 Each checker is also run on a small synthetic package with a planted cycle, up-import and
-re-export, so that it is seen to fail.
+re-export and private reach, so that it is seen to fail.
 """
 from __future__ import annotations
 
@@ -38,32 +40,49 @@ LAYERS = [
     ("mmaformal.compile", 1),
     ("mmaformal.fp", 2),
     ("mmaformal.mma", 3),
+    ("mmaformal.trace", 3),         # the typed records of the white-box trace (mma, theory)
     ("mmaformal.isa", 4), ("mmaformal.theory", 4),
+    ("mmaformal.theory_check", 4),  # the schema of the theory files, below theory
     ("mmaformal.sparse", 4),        # the sparse metadata rule, beside isa and theory (issue 14)
     ("mmaformal.profile", 5),       # platform profiles (GEMM library schedules): a front end
     ("mmaformal.torch", 5),
+    ("mmaformal.torch_gemm", 5),  # the exact GEMMs on tensors that torch dispatches to
     ("mmaformal.calibrate", 5),     # learns profiles against the GPU (executes them by torch)
+    ("mmaformal.calibrate_calls", 5), ("mmaformal.calibrate_native", 5),  # its calls, inputs,
+    ("mmaformal.calibrate_fit", 5),                                       # natives and search
     ("mmaformal", 5),
 ]
 
 #: the order inside the query layer (query/__init__ and each module docstring say the same); a
-#: module of a query sub-package (query/claims/exact) takes its package's place (`qname`)
+#: module of a query sub-package takes its own place when it has one here (query/claims/bound:
+#: "claims.bound"), else its package's (query/claims/exact: "claims"; `qname`)
 QUERY = {
     "solvers": 0,
     "frame": 1,
     "model": 2, "campaign": 2,
+    "where": 3,                     # the --where constraint language (on model.Inputs)
     "store": 3, "search": 3, "claims": 3, "pool": 3, "family": 3, "ieee": 3,
     "cache": 4, "witness_search": 4, "minimize": 4,
-    "decompose": 5, "cex": 5,
+    "cex": 5,
+    # the decomposed proofs of prove's claims: the traced structure and the lemma runs
+    # (claims.common), the lemmas of each operation family
+    "claims.common": 5, "claims.bound_fdpa": 5, "claims.bound_tr": 5,
+    "claims.monotonic_fdpa": 5, "claims.monotonic_tr": 5,
     "proofs": 6,
-    "distinguish": 7, "prove": 7, "probes": 7,
-    "infer": 8, "settle": 8,
+    # prove's claims, one module each: statement, broken twin, lemmas (records: proofs)
+    "claims.symmetry": 7, "claims.equivalence": 7, "claims.unobservable": 7,
+    "claims.monotonic": 7, "claims.bound": 7,
+    "distinguish": 8, "prove": 8, "probes": 8,
+    "infer": 9, "settle": 9,
+    # the parts of infer: its oracles, the pool and engine, the loop, the report
+    "infer_oracle": 9, "infer_engine": 9, "infer_loop": 9, "infer_report": 9,
 }
 
 
 def qname(rel: str) -> str:
-    """The QUERY key of a module path below mmaformal.query: its first component."""
-    return rel.split(".")[0]
+    """The QUERY key of a module path below mmaformal.query: the path itself when QUERY places
+    it (a sub-package module with a place of its own), else its first component."""
+    return rel if rel in QUERY else rel.split(".")[0]
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -167,6 +186,40 @@ def reexported(mods: dict[str, Path], froms: list[tuple]) -> list[str]:
     return bad
 
 
+def private_reaches(mods: dict[str, Path]) -> list[str]:
+    """Every read of another package module's private name: `from M import _x`, or `M._x` through
+    a name bound to module M by an import (dunders are not private). A module's private names
+    are its own; what another module needs gets a public name in its defining module."""
+    bad = []
+    for m, p in mods.items():
+        pkg = m if p.name == "__init__.py" else m.rpartition(".")[0]
+        tree = ast.parse(p.read_text(), str(p))
+        alias: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in mods and a.asname:
+                        alias[a.asname] = a.name
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                    src = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    src = node.module or ""
+                for a in node.names:
+                    if f"{src}.{a.name}" in mods:
+                        alias[a.asname or a.name] = f"{src}.{a.name}"
+                    elif (src in mods and src != m and a.name.startswith("_")
+                          and not a.name.startswith("__")):
+                        bad.append(f"{m}:{node.lineno} imports {src}.{a.name}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and alias.get(node.value.id, m) != m and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                bad.append(f"{m}:{node.lineno} reads {alias[node.value.id]}.{node.attr}")
+    return bad
+
+
 # --------------------------------------------------------------------------------------------
 # the package
 
@@ -254,3 +307,19 @@ def test_checkers_catch_an_up_import_and_a_reexport(tmp_path):
         "mmaformal.query.prove:1 takes 'Model' from mmaformal.query.distinguish, which does not "
         "define it"]
     assert cycle(graph) is None
+
+
+def test_no_module_reads_another_modules_private_names(package):
+    assert private_reaches(package[0]) == []
+
+
+def test_checker_catches_a_private_reach(tmp_path):
+    root = _pkg(tmp_path, {
+        "fp.py": "_table = {}\n__all__ = []\n\ndef _f():\n    pass\n",
+        "mma.py": "from . import fp as _fp\nfrom .fp import _f, __all__\n\n"
+                  "def g():\n    return _fp._table, _fp.__all__\n",
+        "bits.py": "_own = 1\n\ndef h():\n    return _own\n",
+    })
+    bad = private_reaches(scan(root)[0])
+    assert bad == ["mmaformal.mma:2 imports mmaformal.fp._f",
+                   "mmaformal.mma:5 reads mmaformal.fp._table"]

@@ -13,6 +13,7 @@ from mmaformal import theory as _theory
 from mmaformal.cli import main as cli
 from mmaformal.query import family as _family
 from mmaformal.query import infer as _infer
+from mmaformal.query import infer_engine as _engine
 from mmaformal.query.distinguish import BadInput, resolve
 
 F16 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
@@ -175,7 +176,7 @@ def test_file_oracle(small, tmp_path):
     rng = np.random.default_rng(3)
     from mmaformal.query import probes
     reg, spec = probes.dot_probes(ins)
-    batch = _infer.Batch.concat([reg, spec] + [_infer._random(ins, k, 64, rng) for k in ("normal", "cancel", "special")])
+    batch = _infer.Batch.concat([reg, spec] + [_engine._random(ins, k, 64, rng) for k in ("normal", "cancel", "special")])
     path = tmp_path / "obs.npz"
     _infer.save_observations(str(path), _infer.make_oracle(f"theory:sm90.f16.f32@{F16}"), batch)
     res = _infer.infer(small, _infer.make_oracle(f"file:{path}"), timeout=20)
@@ -238,7 +239,7 @@ def test_overlay_sharing():
         ins = isa.lookup(name)
         cands, _ = fam.candidates(ins)
         rng = np.random.default_rng(1)
-        batch = _infer.Batch.concat([_infer._random(ins, k, 80, rng)
+        batch = _infer.Batch.concat([_engine._random(ins, k, 80, rng)
                                      for k in ("special", "overflow", "bits", "sparse", "cancel")])
         groups = {}
         for c in cands:
@@ -311,7 +312,7 @@ def test_static_merges_agree_concretely():
         assert (_family.canonical_key(tx) == _family.canonical_key(ty)) == merged, (name, x)
         if merged:
             rng = np.random.default_rng(7)
-            batch = _infer.Batch.concat([_infer._random(ins, k, 300, rng)
+            batch = _infer.Batch.concat([_engine._random(ins, k, 300, rng)
                                          for k in ("subnormal", "special", "overflow", "bits", "sparse")])
             from mmaformal.query.distinguish import Model
             vx = _infer.evaluate(Model("x", tx, tx, {}), batch)

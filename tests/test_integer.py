@@ -229,19 +229,20 @@ def test_distinguish_sat_rivals():
 
 def test_prove_equiv_and_symmetry():
     from mmaformal.query import distinguish as D
-    from mmaformal.query import prove as P
+    from mmaformal.query.claims import equivalence as CE
+    from mmaformal.query.claims import symmetry as CS
     I = "sm90/mma.m16n8k32.s32.s8.s8.s32"
     # without .satfinite, where the clamp would happen cannot matter (wrap is associative)
-    r = P.prove_equiv(D.resolve(f"sm90.int@{I}"), D.resolve(f"sm90.int@{I}[sat_at=step,L=16]"),
+    r = CE.prove_equiv(D.resolve(f"sm90.int@{I}"), D.resolve(f"sm90.int@{I}[sat_at=step,L=16]"),
                       timeout=60)
     assert r["status"] == "proved" and r["twin"]["status"] == "sat"
     # with it, the rival is refuted by a replayed witness
     S = "sm90/mma.m16n8k32.satfinite.s32.s8.s8.s32"
-    r = P.prove_equiv(D.resolve(f"sm90.int@{S}"), D.resolve(f"sm90.int.sat-step@{S}"), timeout=60)
+    r = CE.prove_equiv(D.resolve(f"sm90.int@{S}"), D.resolve(f"sm90.int.sat-step@{S}"), timeout=60)
     assert r["status"] == "refuted"
     # symmetry fails for integers: -(-128) wraps to -128 (two's complement); the witness
     # replays concretely
-    r = P.prove_symmetry(D.resolve("sm90/mma.m8n8k16.s32.s8.s8.s32"), timeout=60)
+    r = CS.prove_symmetry(D.resolve("sm90/mma.m8n8k16.s32.s8.s8.s32"), timeout=60)
     assert r["status"] == "refuted" and '"0x80"' in json.dumps(r["witness"]["a"])
 
 

@@ -15,6 +15,7 @@ from mmaformal.cli import main
 from mmaformal.query import distinguish as D
 from mmaformal.query import minimize as M
 from mmaformal.query import prove as P
+from mmaformal.query.claims import equivalence as CE
 from mmaformal.simulate import bits_of, simulate, value_of
 
 V70 = "sm70/mma.m8n8k4.f32.f16.f16.f32"
@@ -110,7 +111,7 @@ def test_cli_prints_one_line_and_raw_skips(capsys):
 
 def test_prove_equiv_refutation_is_minimized_and_printed_in_one_line(capsys):
     A, B = D.resolve_pair(H90, H90 + "[F=24]")
-    res = P.prove_equiv(A, B, method="monolithic", minimize_timeout=5, timeout=60)
+    res = CE.prove_equiv(A, B, method="monolithic", minimize_timeout=5, timeout=60)
     assert res["status"] == "refuted" and res["minimized"] is not None
     w = D.Witness.from_json(res["witness"], "f16", "f16", "f32")
     assert D.evaluate(A, w) != D.evaluate(B, w)

@@ -1,4 +1,4 @@
-"""Monotonicity of T-FDPA chains (and of one TR-FDPA block) piece by piece (query.decompose.monotonic_lemmas_fdpa): the
+"""Monotonicity of T-FDPA chains (and of one TR-FDPA block) piece by piece (query.claims.monotonic.monotonic_lemmas_fdpa): the
 lemma set of a fused block, the lemmas that carry the proof solved here, the lemmas that must
 fail where the arithmetic is not monotone (f16 x f16 products: a subnormal operand raises the
 alignment exponent with a tiny gain), the reversed output lemma (the twin), the stored records
@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from mmaformal import paths
-from mmaformal.query import decompose as X
-from mmaformal.query import prove as P
-from mmaformal.query.model import resolve
+from mmaformal.query.claims import bound_tr as CBT
+from mmaformal.query.claims import common as CC
+from mmaformal.query.claims import monotonic as CM
+from mmaformal.query.model import Lemma, resolve
 from mmaformal.query.solvers import solve_smt2
 from mmaformal.query.store import lemma_text, record_parts
 
@@ -28,8 +29,8 @@ F16 = "sm100/mma.m16n8k16.f16.f16.f16.f16"         # theory sm100.f16.f16: L 16,
 
 def _lemmas(name, reverse=False, gtr=False):
     """The monotonicity lemmas of instruction `name`, by lemma name."""
-    return {lm.name: lm for lm in X.monotonic_lemmas_fdpa(X.structure(resolve(name), gtr=gtr),
-                                                          P._ord, P._term_le, reverse=reverse)}
+    return {lm.name: lm for lm in CM.monotonic_lemmas_fdpa(CC.structure(resolve(name), gtr=gtr),
+                                                          CC.real_order, CC.term_le, reverse=reverse)}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ def test_the_fp8_lemmas_hold(fp8_lemmas, name):
 def test_the_gain_lemma_fails_for_f16_products():
     lm = _lemmas(F16)
     assert _status(lm["block0.t0.gain.up"]) == "sat"
-    status, parts = X.run_lemmas([lm["block0.t0.range"], lm["block0.t0.gain.up"]], "bitwuzla", 60)
+    status, parts = CC.run_lemmas([lm["block0.t0.range"], lm["block0.t0.gain.up"]], "bitwuzla", 60)
     assert status == "failed" and parts[-1]["status"] == "sat"
 
 
@@ -75,8 +76,8 @@ def test_the_reversed_output_lemma_is_satisfiable():
 
 @pytest.mark.parametrize("name", ["gfx908/v_mfma_f32_16x16x4f16", "sm100/mma.m16n8k4.f64.f64.f64.f64"])
 def test_other_ops_are_not_decomposed(name):
-    with pytest.raises(X.NotDecomposable):
-        X.monotonic_lemmas_fdpa(X.structure(resolve(name)), P._ord, P._term_le)
+    with pytest.raises(CC.NotDecomposable):
+        CM.monotonic_lemmas_fdpa(CC.structure(resolve(name)), CC.real_order, CC.term_le)
 
 
 def test_the_stored_decomposed_proof():
@@ -145,7 +146,7 @@ def test_the_mxf4_group_lemma_needs_its_order_hypothesis(mxf4_lemmas):
         else:
             flip.append(a)
     assert flip != list(lm.assertions)
-    assert _status(X.Lemma("flipped", "", flip), 120) == "sat"
+    assert _status(Lemma("flipped", "", flip), 120) == "sat"
 
 
 def test_the_stored_mxf4_proofs():
@@ -300,7 +301,7 @@ def test_a_stored_witness_transfers_to_a_neighbour():
     from mmaformal.query.claims import value_lt
     from mmaformal.query.witness_search import monotonic_pair
     m = resolve("sm75/wmma.mma.m16n16k16.f16.f16")
-    pairs = P._stored_monotonic_pairs(m)
+    pairs = CM.stored_monotonic_pairs(m)
     assert pairs and all(len(x[0]) <= 32 for x, _ in pairs)
     found = monotonic_pair(m, budget=0, transfer=pairs)
     assert found is not None
@@ -393,7 +394,7 @@ FP8F32 = "sm90/mma.m16n8k16.f32.e4m3.e4m3.f32"      # two HMMA halves, then fp.a
 
 @pytest.fixture(scope="module")
 def add_lemmas():
-    lm = X.monotonic_lemmas_fdpa(X.structure(resolve(FP8F32)), P._ord, P._term_le)
+    lm = CM.monotonic_lemmas_fdpa(CC.structure(resolve(FP8F32)), CC.real_order, CC.term_le)
     return [x for x in lm if x.name.startswith("add.")]
 
 
@@ -431,8 +432,8 @@ def test_a_later_blocks_flags_lemma_assumes_a_finite_accumulator():
 
 # ---- one TR-FDPA block (CDNA3 bf16, K = 4): c is added after the fused sum ------------------
 
-TR4 = "gfx942/v_mfma_f32_16x16x4_4b_bf16"         # gfx942.bf16: TR-FDPA, F 24, F2 31, one block
-TR8 = "gfx942/v_mfma_f32_32x32x8_bf16"            # K = 8: refuted (subnormal-key witness)
+TR4 = "gfx942.bf16@gfx942/v_mfma_f32_16x16x4_4b_bf16"   # TR-FDPA (the paper's tail), F 24, F2 31, one block
+TR8 = "gfx942.bf16@gfx942/v_mfma_f32_32x32x8_bf16"      # K = 8: refuted (subnormal-key witness)
 
 
 @pytest.fixture(scope="module")
@@ -536,8 +537,8 @@ def test_oracle_random_increases_never_lower_the_tr_output():
 
 # ---- GTR-FDPA (CDNA3 fp8): two group sums merged by rounding down, c dropped when tiny -------
 
-GTR16 = "gfx942/v_mfma_f32_32x32x16_fp8_fp8"      # gfx942.fp8: GTR-FDPA, L 16, one block
-GTR32 = "gfx942/v_mfma_f32_16x16x32_bf8_bf8"      # K = 32: two blocks chained through D
+GTR16 = "gfx942.fp8@gfx942/v_mfma_f32_32x32x16_fp8_fp8"  # GTR-FDPA (the paper's tail), L 16, one block
+GTR32 = "gfx942.fp8@gfx942/v_mfma_f32_16x16x32_bf8_bf8"  # K = 32: two blocks chained through D
 
 
 @pytest.fixture(scope="module")
@@ -559,7 +560,7 @@ def test_gtr_lemma_set(gtr_lemmas):
     outs = sorted(int(n.rsplit(".d", 1)[1]) for n in names if ".out.d" in n)
     assert outs == list(range(-253, 254))       # c's f32 exponents span the range
     # GTR is refused by the structure other claims read
-    assert X.structure(resolve(GTR16)).why
+    assert CC.structure(resolve(GTR16)).why
 
 
 @pytest.mark.parametrize("name", ["block0.g0.t0.gain.up", "block0.g1.t7.gain.down",
@@ -572,11 +573,11 @@ def test_the_gtr_lemmas_hold(gtr_lemmas, name):
 def test_the_gtr_tail_lemma_needs_its_drop_clause():
     """Algorithm 11 drops a nonzero c with e_c < E - F - 1: stated without that clause, the
     tail lemma about c (rounded down at E) is satisfiable on the GTR model."""
-    st = X.structure(resolve(GTR16), gtr=True)
+    st = CC.structure(resolve(GTR16), gtr=True)
     blk = st.blocks[0]
     tr = blk.tr
-    lm = X._tr_tail_lemmas("b", st.K, tr["T"].v, tr["e_max"].v, tr["E"].v, tr["Tp"].v,
-                           tr["sc"].v, blk.conv["S"].v, st.inp.c.v, 1 << 20, 260, 24, 24, 31)
+    lm = CBT.tr_tail_lemmas("b", st.K, tr.T.v, tr.e_max.v, tr.E.v, tr.Tp.v,
+                            tr.sc.v, blk.conv.S.v, st.inp.c.v, 1 << 20, 260, 24, 24, 31)
     assert _status(next(x for x in lm if x.name == "b.bnd.tailc")) == "sat"
 
 

@@ -100,8 +100,8 @@ def test_mutant_gtr_without_special_truncation_is_caught(monkeypatch):
     """GTR-FDPA without the special truncation of c (Algorithm 11, lines 24-25)."""
     op = tr_fdpa_spec("e5m2fnuz", 16, 24, 31, gtr=True)
     assert _caught(op)[0] == 0
-    tail = mma._tr_tail
-    monkeypatch.setattr(mma, "_tr_tail", lambda *a, special_trunc, **kw: tail(*a, special_trunc=False, **kw))
+    tail = mma.tr_tail
+    monkeypatch.setattr(mma, "tr_tail", lambda *a, special_trunc, **kw: tail(*a, special_trunc=False, **kw))
     assert _caught(op)[0] > 0
 
 

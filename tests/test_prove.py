@@ -9,9 +9,15 @@ import pytest
 
 from mmaformal.bits import INT
 from mmaformal.cli import main
-from mmaformal.query import decompose as X
 from mmaformal.query import distinguish as D
 from mmaformal.query import prove as P
+from mmaformal.query.claims import bound as CB
+from mmaformal.query.claims import bound_tr as CBT
+from mmaformal.query.claims import common as CC
+from mmaformal.query.claims import core as CORE
+from mmaformal.query.claims import equivalence as CE
+from mmaformal.query.claims import monotonic as CM
+from mmaformal.query.claims import symmetry as CS
 from mmaformal.query.claims import value_lt
 from mmaformal.query.model import resolve
 from mmaformal.query.solvers import solve_smt2
@@ -30,7 +36,7 @@ def cli(capsys, *argv):
 # ---- symmetry ----------------------------------------------------------------------------------
 
 def test_symmetry_sm80_k16_decomposed_with_twin():
-    res = P.prove_symmetry(D.resolve(H80), timeout=120, backends=FAST)
+    res = CS.prove_symmetry(D.resolve(H80), timeout=120, backends=FAST)
     assert res["status"] == "proved" and res["method"] == "decomposed"
     names = [p["lemma"] for p in res["parts"]]
     assert "block1.cong.out" in names and "block0.sym.out" in names
@@ -48,12 +54,12 @@ def test_symmetry_cdna3_refuted_and_replayed(capsys):
     m = D.resolve("gfx942/v_mfma_f32_32x32x8_f16")
     w = D.Witness.from_json(d["witness"], "f16", "f16", "f32")
     o1 = D.evaluate(m, w)
-    o2 = D.evaluate(m, P._neg_witness(w))
-    assert not P._approx_int(o2, P._neg_int(o1, "f32"), "f32")
+    o2 = D.evaluate(m, CORE.neg_witness(w))
+    assert not CORE.approx_int(o2, CORE.neg_int(o1, "f32"), "f32")
 
 
 def test_symmetry_gtr_refuted():
-    res = P.prove_symmetry(D.resolve("gfx942/v_mfma_f32_32x32x16_fp8_fp8"), timeout=300,
+    res = CS.prove_symmetry(D.resolve("gfx942/v_mfma_f32_32x32x16_fp8_fp8"), timeout=300,
                            backends=FAST)
     assert res["status"] == "refuted"
 
@@ -62,14 +68,14 @@ def test_symmetry_rd_twin_lemma_fails():
     """The decomposition is not vacuous: on the RD-twin the aligned-term lemma is SAT."""
     m = D.resolve("sm90/mma.m16n8k8.f32.f16.f16.f32")
     tw = D.Model(m.label + "[align=RD]", m.theory, m.base, {}, True, 1)
-    lemmas = X.symmetry_lemmas(X.structure(tw))
-    status, parts = X.run_lemmas(lemmas, "bitwuzla", 60)
+    lemmas = CS.symmetry_lemmas(CC.structure(tw))
+    status, parts = CC.run_lemmas(lemmas, "bitwuzla", 60)
     assert status == "failed" and ".sym.term" in parts[-1]["lemma"]
 
 
 def test_decomposition_refuses_other_ops():
-    with pytest.raises(X.NotDecomposable):
-        X.symmetry_lemmas(X.structure(D.resolve("gfx942/v_mfma_f32_32x32x8_f16")))
+    with pytest.raises(CC.NotDecomposable):
+        CS.symmetry_lemmas(CC.structure(D.resolve("gfx942/v_mfma_f32_32x32x8_f16")))
 
 
 def test_symmetry_groups_share_one_proof():
@@ -85,7 +91,7 @@ def test_symmetry_groups_share_one_proof():
 
 @pytest.mark.slow
 def test_symmetry_accumulate_add_theory():
-    res = P.prove_symmetry(D.resolve("sm90/mma.m16n8k16.f32.e4m3.e4m3.f32"), timeout=600,
+    res = CS.prove_symmetry(D.resolve("sm90/mma.m16n8k16.f32.e4m3.e4m3.f32"), timeout=600,
                            backends=FAST)
     assert res["status"] == "proved"
     assert any(p["lemma"] == "add.sym" for p in res["parts"])
@@ -95,14 +101,14 @@ def test_symmetry_accumulate_add_theory():
 
 def test_sm80_k16_equals_two_chained_k8_blocks():
     A, B = D.resolve_pair(H80, "2*sm80/mma.m16n8k8.f32.f16.f16.f32")
-    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    res = CE.prove_equiv(A, B, timeout=120, backends=FAST)
     assert res["status"] == "proved"
     assert res["twin"]["status"] == "sat"
 
 
 def test_sm80_k16_is_not_one_16_term_block():
     A, B = D.resolve_pair(H80, H80 + "[L=16]")
-    res = P.prove_equiv(A, B, timeout=120, backends=FAST, raw=True)
+    res = CE.prove_equiv(A, B, timeout=120, backends=FAST, raw=True)
     assert res["status"] == "refuted"
 
 
@@ -146,21 +152,21 @@ def test_timeout_is_unknown_never_proved(capsys):
 
 @pytest.mark.slow
 def test_monotonic_refuted_for_tfdpa():
-    res = P.prove_monotonic(D.resolve("sm70/mma.m8n8k4.f32.f16.f16.f32"), timeout=300,
+    res = CM.prove_monotonic(D.resolve("sm70/mma.m8n8k4.f32.f16.f16.f32"), timeout=300,
                             backends=FAST)
     assert res["status"] == "refuted"
     d = res["detail"]
-    assert P.value_lt(int(d["output2"], 16), int(d["output"], 16), "f32")
+    assert CORE.value_lt(int(d["output2"], 16), int(d["output"], 16), "f32")
 
 
 def test_bound_k4_decomposed_with_twin():
-    res = P.prove_bound(D.resolve("sm70/mma.m8n8k4.f32.f16.f16.f32"), timeout=300,
+    res = CB.prove_bound(D.resolve("sm70/mma.m8n8k4.f32.f16.f16.f32"), timeout=300,
                         backends=FAST, rounds=2)
     assert res["status"] == "proved" and res["method"] == "decomposed"
     assert res["twin"]["status"] == "sat" and res["twin"]["verdict"] == "refuted"
 
 
-TR = "gfx942/v_mfma_f32_16x16x8_xf32"          # TR-FDPA, L = 4, two blocks
+TR = "gfx942.xf32@gfx942/v_mfma_f32_16x16x8_xf32"   # TR-FDPA (the paper's tail), L = 4, two blocks
 
 
 def test_bound_tr_tail_lemmas_and_their_twins():
@@ -168,7 +174,7 @@ def test_bound_tr_tail_lemmas_and_their_twins():
     hold; stated with F + 2 on the F-grid model (or F on the F-2 model) the tail's c lemma or
     a term lemma fails."""
     m = D.resolve(TR)
-    lem = X.bound_lemmas(X.structure(m))
+    lem = CB.bound_lemmas(CC.structure(m))
     kinds = {lm.name.split(".", 1)[1] for lm in lem}
     assert {"bnd.emlow", "bnd.tailE", "bnd.tailT", "bnd.tailc", "bnd.tailsum", "bnd.flags",
             "bnd.raise", "bnd.special", "bnd.out"} <= kinds
@@ -176,19 +182,19 @@ def test_bound_tr_tail_lemmas_and_their_twins():
         if lm.name.startswith("block1.") and not lm.name.endswith(".out"):
             assert D.check(lm.text, "bitwuzla", 120).status == "unsat", lm.name
     F = m.theory.param_dict["F"]
-    over = {lm.name: lm for lm in X.bound_lemmas(X.structure(m), F_claim=F + 2)}
+    over = {lm.name: lm for lm in CB.bound_lemmas(CC.structure(m), F_claim=F + 2)}
     assert D.check(over["block1.bnd.tailc"].text, "bitwuzla", 120).status == "sat"
     assert D.check(over["block1.bnd.term0"].text, "bitwuzla", 120).status == "sat"
-    with pytest.raises(X.NotDecomposable, match="not a T-FDPA-family fused sum"):
-        X.symmetry_lemmas(X.structure(m))           # TR symmetry stays monolithic (refuted)
+    with pytest.raises(CC.NotDecomposable, match="not a T-FDPA-family fused sum"):
+        CS.symmetry_lemmas(CC.structure(m))           # TR symmetry stays monolithic (refuted)
 
 
 @pytest.mark.slow
 def test_bound_tr_fdpa_decomposed_with_twin():
-    res = P.prove_bound(D.resolve("gfx942/v_mfma_f32_32x32x8_f16"), timeout=600, backends=FAST,
+    res = CB.prove_bound(D.resolve("gfx942/v_mfma_f32_32x32x8_f16"), timeout=600, backends=FAST,
                         rounds=1, method="decomposed")
     assert res["status"] == "proved" and res["method"] == "decomposed"
-    assert res["combination"] == X.COMBINATION_BOUND_TR
+    assert res["combination"] == CBT.COMBINATION_BOUND_TR
     assert res["twin"]["verdict"] == "refuted"
 
 
@@ -196,7 +202,7 @@ def test_bound_tr_fdpa_decomposed_with_twin():
 
 def test_cache_dedups_by_canonical_text():
     m = D.resolve("sm90/mma.m16n8k8.f32.f16.f16.f32")
-    lemmas = X.symmetry_lemmas(X.structure(m))
+    lemmas = CS.symmetry_lemmas(CC.structure(m))
     terms = [l for l in lemmas if ".sym.term" in l.name]
     assert len({l.text for l in terms[:-1]}) == 1        # the 8 product terms: one query
 
@@ -229,8 +235,8 @@ def test_bound_decomposition_twin_is_caught():
     """The bound lemmas stated with F on the theory with F-2 fail (the per-term lemma)."""
     m = D.resolve("sm70/mma.m8n8k4.f32.f16.f16.f32")
     tw = D.mutate(m, {"F": 21})
-    lemmas = X.bound_lemmas(X.structure(tw), F_claim=23)
-    status, parts = X.run_lemmas(lemmas, "bitwuzla", 120)
+    lemmas = CB.bound_lemmas(CC.structure(tw), F_claim=23)
+    status, parts = CC.run_lemmas(lemmas, "bitwuzla", 120)
     assert status == "failed" and ".bnd.term" in parts[-1]["lemma"]
 
 
@@ -245,7 +251,7 @@ def test_equiv_decomposed_zero_sign_of_hmma_halves_with_twin():
     out), with the hypothesis-free lemmas refuted as the broken twin."""
     A = D.resolve(FP8_F16)
     B = D.mutate(A, {"zero_sign": "ieee"})
-    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    res = CE.prove_equiv(A, B, timeout=120, backends=FAST)
     assert res["status"] == "proved" and res["method"] == "decomposed", res.get("reason")
     assert [p["lemma"] for p in res["parts"]] == ["pre.1", "eqv.block1", "eqv.block2", "eqv.add"]
     assert all(p["status"] == "unsat" for p in res["parts"])
@@ -258,28 +264,28 @@ def test_equiv_decomposed_fails_where_the_rule_is_observable():
     auto falls back to the monolithic query, which finds the witness."""
     A = D.resolve("sm90.f16.f32")
     B = D.mutate(A, {"zero_sign": "ieee"})
-    res = P.equiv_decomposed(A, B, timeout=60, method="decomposed")
+    res = CE.equiv_decomposed(A, B, timeout=60, method="decomposed")
     assert res["status"] == "unknown" and "eqv.block1 failed" in res["reason"]
-    res = P.prove_equiv(A, B, timeout=120, backends=FAST)
+    res = CE.prove_equiv(A, B, timeout=120, backends=FAST)
     assert res["status"] == "refuted" and res["method"] == "monolithic"
 
 
 def test_equivalence_lemmas_refuse_other_differences():
     A = D.resolve(FP8_F16)
-    with pytest.raises(X.NotDecomposable, match="differ in"):
-        X.conversion_diff(A, D.mutate(A, {"F": 24}))
-    with pytest.raises(X.NotDecomposable, match="nothing"):
-        X.conversion_diff(A, A)
-    assert P.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10) is None
+    with pytest.raises(CC.NotDecomposable, match="differ in"):
+        CE.conversion_diff(A, D.mutate(A, {"F": 24}))
+    with pytest.raises(CC.NotDecomposable, match="nothing"):
+        CE.conversion_diff(A, A)
+    assert CE.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10) is None
     with pytest.raises(D.BadInput, match="not decomposable"):
-        P.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10, method="decomposed")
+        CE.equiv_decomposed(A, D.mutate(A, {"F": 24}), timeout=10, method="decomposed")
 
 
 # ---- integer monotonicity (decompose.monotonic_lemmas_int) and FMA chains ----------------
 
 def test_monotonic_int_satfinite_decomposed_with_twin():
     """.satfinite (clamp at the end): every lemma UNSAT, the reversed-inequality twin SAT."""
-    r = P.prove_monotonic(resolve("sm90/mma.m8n8k16.satfinite.s32.s8.u8.s32"), timeout=60)
+    r = CM.prove_monotonic(resolve("sm90/mma.m8n8k16.satfinite.s32.s8.u8.s32"), timeout=60)
     assert r["status"] == "proved" and r["method"] == "decomposed"
     assert {p["lemma"] for p in r["parts"]} >= {"mono.id0", "mono.range", "mono.term",
                                                 "mono.acc", "mono.c"}
@@ -290,7 +296,7 @@ def test_monotonic_int_satfinite_decomposed_with_twin():
 def test_monotonic_int_wrap_refuted_and_replayed():
     """Without .satfinite the s32 sum wraps: a larger addend can give a smaller output, and
     the witness replays on the int and numpy back-ends."""
-    r = P.prove_monotonic(resolve("sm90/mma.m8n8k16.s32.s8.s8.s32"), timeout=60)
+    r = CM.prove_monotonic(resolve("sm90/mma.m8n8k16.s32.s8.s8.s32"), timeout=60)
     assert r["status"] == "refuted"
     (_, _, o1), (_, _, o2) = r["_runs"]
     assert value_lt(o2, o1, "s32")
@@ -300,7 +306,7 @@ def test_monotonic_int_identity_lemma_fails_for_the_clamp_per_step_rival():
     """The rival that clamps after each k16 block is not H(c, T_k, R_k) with one clamp at the
     end: mono.id0 is SAT, so the decomposition proves nothing about it."""
     m = resolve("sm80.int.sat-step@sm80/mma.m16n8k32.satfinite.s32.s8.s8.s32")
-    lm = X.monotonic_lemmas_int(m, lambda a, b: P._int_addend(a, b, "s8", "s8", ""))[0]
+    lm = CM.monotonic_lemmas_int(m, lambda a, b: CM.int_addend(a, b, "s8", "s8", ""))[0]
     assert lm.name == "mono.id0"
     assert solve_smt2(lm.text, "bitwuzla", 60).status == "sat"
 
@@ -309,8 +315,8 @@ def test_fma_chain_steps_checked_and_twin_lemma_refuted():
     """The FMA chain is recognised step by step; the RD-rounded fma.sym lemma is SAT (the
     broken twin of the symmetry proof), a T-FDPA theory is not an FMA chain."""
     m = resolve("gfx908/v_mfma_f32_16x16x4f32")
-    assert X.fma_chain_steps(m) == ("f32", "RNE", "default")
-    lm = X.fma_symmetry_lemmas(m, mode="RD")[0]
+    assert CC.fma_chain_steps(m) == ("f32", "RNE", "default")
+    lm = CS.fma_symmetry_lemmas(m, mode="RD")[0]
     assert solve_smt2(lm.text, "bitwuzla", 60).status == "sat"
-    with pytest.raises(X.NotDecomposable):
-        X.fma_chain_steps(resolve("sm80/mma.m16n8k16.f32.f16.f16.f32"))
+    with pytest.raises(CC.NotDecomposable):
+        CC.fma_chain_steps(resolve("sm80/mma.m16n8k16.f32.f16.f16.f32"))

@@ -235,8 +235,8 @@ def test_prove_sp_and_ordered_metadata_equal():
     metadata rules differ only in which encodings are legal): proved, with a broken twin (F - 1)
     that the solver refutes."""
     from mmaformal.query import distinguish as D
-    from mmaformal.query import prove as P
-    r = P.prove_equiv(D.resolve("sm90/mma.sp.m16n8k16.f32.f16.f16.f32"),
+    from mmaformal.query.claims import equivalence as CE
+    r = CE.prove_equiv(D.resolve("sm90/mma.sp.m16n8k16.f32.f16.f16.f32"),
                       D.resolve("sm90/mma.sp::ordered_metadata.m16n8k16.f32.f16.f16.f32"),
                       timeout=60)
     assert r["status"] == "proved" and r["twin"]["status"] == "sat"

@@ -211,13 +211,13 @@ def test_queries_on_4bit_sparse_keep_pairs():
     the wrapping and the .satfinite s4 form keeps the pair rule (oracle), and .sp equals
     ::ordered_metadata on every legal dense A (proved; the broken twin is SAT)."""
     from mmaformal.query import distinguish as D
-    from mmaformal.query import prove as P
+    from mmaformal.query.claims import equivalence as CE
     a = D.resolve(S4)
     st, found, *_ = D.search(D.build(a, D.resolve(S4.replace("k64.", "k64.satfinite.")), []), 1,
                              "bitwuzla", 60)
     assert st == "distinguished"
     assert OP.legal_dense(list(found[0].witness.a), "s4")
-    r = P.prove_equiv(a, D.resolve(S4.replace("mma.sp.", "mma.sp::ordered_metadata.")), timeout=60)
+    r = CE.prove_equiv(a, D.resolve(S4.replace("mma.sp.", "mma.sp::ordered_metadata.")), timeout=60)
     assert r["status"] == "proved" and r["twin"]["status"] == "sat"
 
 

@@ -141,12 +141,13 @@ def test_resolve_every_stored_query():
 def test_symmetry_queries_are_current():
     """The stored symmetry proofs are about today's definitions: the lemma set rebuilt from the
     theories hashes as stored."""
-    from mmaformal.query import decompose as X
+    from mmaformal.query.claims import common as CC
+    from mmaformal.query.claims import symmetry as CS
     from mmaformal.query.distinguish import resolve
     for path, rec in PROOF_RECS:
         if path.parent.name != "symmetry" or rec["method"] != "decomposed":
             continue
         m = resolve(rec["instructions"][0])
-        shas = [sha256(l.text) for l in X.symmetry_lemmas(X.structure(m))]
+        shas = [sha256(l.text) for l in CS.symmetry_lemmas(CC.structure(m))]
         assert shas == [p["sha256"] for p in record_parts(path, rec)], \
             f"{path.name} is stale: re-prove it"

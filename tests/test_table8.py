@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import mmaformal
-from mmaformal import isa, mma
+from mmaformal import isa, trace
 from mmaformal import theory as T
 from mmaformal.bits import INT
 from mmaformal.simulate import bits_of, storage_dtype, value_of
@@ -198,15 +198,11 @@ def test_table8_batched_broadcast():
 
 
 def _blocks(theory, ins, a, b, c):
-    notes = []
-    tok = mma.TRACE.set(notes)
-    try:
+    with trace.tracing() as notes:
         wa, wb, wc = (np.dtype(storage_dtype(f)).itemsize * 8 for f in (ins.a, ins.b, ins.c))
         d = theory.dot(INT, [INT.const(x, wa, False) for x in a], [INT.const(x, wb, False) for x in b],
                        INT.const(c, wc, False))
-    finally:
-        mma.TRACE.reset(tok)
-    return int(d.v), [v for lab, v in notes if lab == "block"]
+    return int(d.v), [v for v in notes if isinstance(v, trace.BlockIn)]
 
 
 @pytest.mark.parametrize("name,L,nblocks", [
@@ -221,7 +217,7 @@ def test_chain_runs_ceil_K_over_L_blocks(name, L, nblocks):
     th = T.resolve(ins)
     assert min(th.L, ins.k) == L and -(-ins.k // L) == nblocks
     _, blocks = _blocks(th, ins, [0] * ins.k, [0] * ins.k, 0)
-    assert [blk["k0"] for blk in blocks] == list(range(0, ins.k, L))
+    assert [blk.k0 for blk in blocks] == list(range(0, ins.k, L))
 
 
 def test_chaining_differs_from_one_fused_block():

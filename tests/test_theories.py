@@ -23,6 +23,7 @@ import mmaformal
 from mmaformal import classes as clfp
 from mmaformal import fp, isa, mma
 from mmaformal import theory as T
+from mmaformal import theory_check as TC
 from mmaformal.bits import INT
 from mmaformal.simulate import storage_dtype
 
@@ -42,21 +43,26 @@ def ts() -> T.TheorySet:
 
 
 def test_module_layering():
-    src = Path(T.__file__).read_text()
-    tree = ast.parse(src)
-    assert ast.get_docstring(tree) and "Layer 4b" in ast.get_docstring(tree)
-    rel, absolute = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            rel |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            absolute.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Import):
-            absolute |= {a.name.split(".")[0] for a in node.names}
-    # _cache, paths: stdlib-only table cache and data locations; sparse: the metadata rule
-    # (layer 4c: isa, fp, bits, numpy; imported lazily)
-    assert rel <= {"isa", "mma", "fp", "bits", "_cache", "paths", "sparse"}, rel
-    assert not absolute & {"z3", "numpy", "mmaformal"}, absolute
+    # theory_check: the schema below theory (constants, checks, catalog patterns)
+    allowed = {"theory": {"isa", "mma", "trace", "fp", "bits", "_cache", "paths", "sparse",
+                          "theory_check"},
+               "theory_check": {"isa", "mma", "fp"}}
+    for name, ok in allowed.items():
+        src = (Path(T.__file__).parent / f"{name}.py").read_text()
+        tree = ast.parse(src)
+        assert ast.get_docstring(tree) and "Layer 4b" in ast.get_docstring(tree)
+        rel, absolute = set(), set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                rel |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                absolute.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                absolute |= {a.name.split(".")[0] for a in node.names}
+        # _cache, paths: stdlib-only table cache and data locations; sparse: the metadata rule
+        # (layer 4c: isa, fp, bits, numpy; imported lazily); trace: the records of the trace
+        assert rel <= ok, (name, rel)
+        assert not absolute & {"z3", "numpy", "mmaformal"}, (name, absolute)
 
 
 def test_every_theory_loads(ts):
@@ -273,9 +279,9 @@ def test_loader_completeness_check(tmp_path):
 def test_param_set_is_the_op_signature():
     import inspect
     for op in T.FDPA_OPS + ("fma_chain", "ftz_addmul"):
-        req, allp = T._op_params(op)
+        req, allp = TC.op_params(op)
         sig = inspect.signature(getattr(mma, op)).parameters
-        assert set(allp) == {n for n in sig if n not in T._FROM_INSTRUCTION}
+        assert set(allp) == {n for n in sig if n not in TC._FROM_INSTRUCTION}
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ F = torch.nn.functional
 from oracles import schedule as OS  # noqa: E402
 from mmaformal import profile as P  # noqa: E402
 from mmaformal import torch as mt  # noqa: E402
+from mmaformal import torch_gemm as mtg  # noqa: E402
 
 K8 = "sm90/mma.m16n8k8.f32.f16.f16.f32"
 K16 = "sm90/mma.m16n8k16.f32.f16.f16.f32"
@@ -131,7 +132,7 @@ def test_tf32_rne_rounding_of_single_values():
     rng = np.random.default_rng(5)
     vals = special + [int(x) for x in rng.integers(0, 1 << 32, 300, dtype=np.uint64)]
     t = torch.from_numpy(np.array(vals, dtype=np.uint32).view(np.int32)).view(torch.float32)
-    got = mt._tf32_rne(t).view(torch.int32).numpy().view(np.uint32).tolist()
+    got = mtg._tf32_rne(t).view(torch.int32).numpy().view(np.uint32).tolist()
     assert got == [OS.tf32_rne(v) for v in vals]
 
 

@@ -1,4 +1,4 @@
-"""Layout checks for the Hopper harness: exact small-integer tiles and one-hot probes (layer 5, ``hw``).
+"""Layout checks for the harness: exact small-integer tiles and one-hot probes (layer 5, ``hw``).
 
 Two independent checks of the fragment / shared-memory layouts in :mod:`mmaformal.hw.kernels`:
 
@@ -12,17 +12,25 @@ Two independent checks of the fragment / shared-memory layouts in :mod:`mmaforma
 The small exact integer codec here (:func:`encode_ints`, :func:`decode_ints`) is a test oracle
 kept apart from the core ``fp`` layer on purpose: it shares no code with the model.
 
-May import: numpy, :mod:`mmaformal.hw.kernels`, :mod:`mmaformal.hw.runner` (cupy lazily, via the
-runner). Invariant: raw bits in, raw bits out; values are only ever exact integers.
+Sparse wgmma forms have a third check, of their per-thread metadata map (:mod:`.sparse`):
+:func:`meta_probe` recovers the map from the hardware alone, and :func:`layout_selfcheck` runs
+them with every row its own kept positions under a given map.
+
+May import: numpy, :mod:`mmaformal.hw.forms`, ``.layouts``, ``.sparse``, :mod:`mmaformal.hw.runner`
+(cupy lazily, via the runner). Invariant: raw bits in, raw bits out; values are only ever exact
+integers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, runner
+from . import runner, sparse
+from .forms import STORAGE_DTYPE, spec
+from .layouts import operand_tables
 
-__all__ = ["encode_ints", "decode_ints", "exact_ints", "layout_selfcheck", "layout_probe"]
+__all__ = ["encode_ints", "decode_ints", "exact_ints", "layout_selfcheck", "layout_probe",
+           "meta_probe"]
 
 # (exponent bits w, trailing significand bits t, bias) of each storage layout (tf32: f32 container)
 _LAYOUT = {
@@ -82,7 +90,7 @@ def encode_ints(values, fmt: str) -> np.ndarray:
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
         if v.size and (v.min() < lo or v.max() > hi):
             raise ValueError(f"values outside {lo}..{hi} are not {fmt}")
-        return (v & ((1 << bits) - 1)).astype(kernels.STORAGE_DTYPE[fmt])
+        return (v & ((1 << bits) - 1)).astype(STORAGE_DTYPE[fmt])
     w, t, bias = _LAYOUT[fmt]
     v = np.asarray(values, dtype=np.int64)
     flat = v.reshape(-1)
@@ -95,7 +103,7 @@ def encode_ints(values, fmt: str) -> np.ndarray:
         e = mag.bit_length() - 1
         T = ((mag << (t - e)) if e <= t else (mag >> (e - t))) - (1 << t)
         out[idx] = (s << (w + t)) | ((e + bias) << t) | T
-    return out.reshape(v.shape).astype(kernels.STORAGE_DTYPE[fmt])
+    return out.reshape(v.shape).astype(STORAGE_DTYPE[fmt])
 
 
 def decode_ints(bits, fmt: str) -> tuple[np.ndarray, np.ndarray]:
@@ -126,18 +134,30 @@ def decode_ints(bits, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, val, 0), ok
 
 
-def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
-                     desc: tuple[int, int] | None = None) -> tuple[bool, str]:
-    """Exact small-integer tiles through the GPU vs. the integer product; (ok, message)."""
-    s = kernels.spec(name)
-    rng = np.random.default_rng(seed)
-
+def _small_ints(rng: np.random.Generator):
     def ints(fmt, size):
         if fmt in ("u8", "u4"):
             return rng.integers(0, 9, size=size)
         if fmt == "b1":
             return rng.integers(0, 2, size=size)
         return rng.integers(-4, 5, size=size)
+    return ints
+
+
+def layout_selfcheck(name: str, tiles: int | None = None, seed: int = 0,
+                     desc: tuple[int, int] | None = None, *, layout: np.ndarray | None = None,
+                     sel: int = 0, uniform: bool = False) -> tuple[bool, str]:
+    """Exact small-integer tiles through the GPU vs. the integer product; (ok, message).
+
+    ``tiles`` default 64 (sparse wgmma: 32). Sparse wgmma forms only: ``layout`` (the metadata
+    map, default the declared one), ``sel`` (the sparsity selector) and ``uniform`` (see
+    :func:`_wgmma_sp_selfcheck`)."""
+    s = spec(name)
+    if s.family == "wgmma" and s.sparse:
+        return _wgmma_sp_selfcheck(s, layout, sel, tiles or 32, seed, uniform)
+    tiles = tiles or 64
+    rng = np.random.default_rng(seed)
+    ints = _small_ints(rng)
 
     A = ints(s.atype, (tiles, s.m, s.k))
     B = ints(s.btype, (tiles, s.k, s.n))
@@ -151,7 +171,6 @@ def layout_selfcheck(name: str, tiles: int = 64, seed: int = 0,
         A[0] = (np.arange(s.k) % 9 - 4)[None, :] * np.where(np.arange(s.m) % 2, 1, -1)[:, None]
     meta = None
     if s.sparse:  # keep one random pattern per tile (warp-uniform metadata), zero the rest
-        from . import sparse  # noqa: PLC0415
         g, kept, _ = sparse.group(s.atype)
         pos = sparse.random_pos(s.atype, s.k, tiles, rng)[:, None, :]
         meta = np.broadcast_to(pos, (tiles, s.m, s.k // 2)).astype(np.uint8)
@@ -194,9 +213,9 @@ class _Probe:
     chunks of `chunk` tiles, and the D slots each one reaches."""
 
     def __init__(self, name: str, desc, chunk: int):
-        self.cp = runner._cupy()
-        self.s = kernels.spec(name)
-        self.tabs = kernels.operand_tables(self.s.name)
+        self.cp = runner.cupy()
+        self.s = spec(name)
+        self.tabs = operand_tables(self.s.name)
         self.na, self.nb, self.nc = len(self.tabs["a"]), len(self.tabs["b"]), len(self.tabs["c"])
         self.one_a = encode_ints([1], self.s.atype)[0]
         self.one_b = encode_ints([1], self.s.btype)[0]
@@ -352,3 +371,103 @@ def layout_probe(name: str, desc: tuple[int, int] | None = None, chunk: int = 10
     if problems:
         msg += ": " + "; ".join(problems[:6])
     return {"consistent": ok, "message": msg, **obs}
+
+
+# ---------------------------------------------------------------------------------------------
+# Sparse wgmma: the per-thread metadata map
+# ---------------------------------------------------------------------------------------------
+
+
+def _wgmma_sp_selfcheck(s, layout: np.ndarray | None, sel: int, tiles: int, seed: int,
+                        uniform: bool) -> tuple[bool, str]:
+    """Exact small integers, every row its own random kept positions, random valid words in
+    the threads that give no metadata: D must equal the integer product A*B + C.
+    ``uniform``: every nibble of every thread 0b0100 (positions 0, 1 kept everywhere), which no
+    metadata map can get wrong: a failure then lies in the A or B shared-memory layout."""
+    rng = np.random.default_rng(seed)
+    kh = s.k // 2
+
+    ints = _small_ints(rng)
+    comp = ints(s.atype, (tiles, s.m, kh))
+    if s.atype == "u8":     # tile 0: distinct entries along k expose k-swaps inside a row
+        comp[0] = (np.arange(kh) % 9)[None, :] * np.ones((s.m, 1), int)
+    else:
+        comp[0] = (np.arange(kh) % 9 - 4)[None, :] * np.where(np.arange(s.m) % 2, 1, -1)[:, None]
+    pos = sparse.random_kept(s.atype, s.k, (tiles, s.m), rng)
+    B = ints(s.btype, (tiles, s.k, s.n))
+    C = rng.integers(-16, 17, size=(tiles, s.m, s.n))
+    want = np.matmul(sparse.expand(comp, pos, s.atype), B) + C
+    lay = sparse.declared(s.atype, sel) if layout is None else layout
+    E = sparse.meta_words(pos, s.atype, lay, sparse.random_words((tiles, 128), s.atype, rng))
+    if uniform:
+        pos = np.broadcast_to(np.tile(np.arange(kh // (s.k // sparse.group(s.atype)[0])),
+                                      s.k // sparse.group(s.atype)[0]), pos.shape).astype(np.uint8)
+        want = np.matmul(sparse.expand(comp, pos, s.atype), B) + C
+        E = np.full((tiles, 128), 0x44444444, np.uint32)
+    d = runner.run_words(s.name, encode_ints(comp, s.atype), encode_ints(B, s.btype),
+                         encode_ints(C, s.ctype), E, sel)
+    got, ok = decode_ints(d, s.dtype)
+    bad = ~ok | (got != want)
+    if not bad.any():
+        how = "uniform 0b0100 metadata" if uniform else "per-row metadata"
+        return True, (f"{s.name}: {tiles} tiles x {s.m}x{s.n} outputs (K={s.k}, {how}, "
+                      f"sp-sel {sel}) all exact = A*B + C")
+    ex = "; ".join(f"tile {t} D[{i},{j}] bits 0x{int(d[t, i, j]):x} want {int(want[t, i, j])}"
+                   for t, i, j in np.argwhere(bad)[:3])
+    return False, f"{s.name} sp-sel {sel}: {int(bad.sum())}/{bad.size} outputs differ ({ex})"
+
+
+def meta_probe(name: str, sel: int = 0) -> dict:
+    """Recover the metadata map from the hardware: every thread's word holds nibble 0b0100
+    (kept positions 0, 1 of every chunk; tf32: element 0) but one nibble q of one thread, set
+    to 0b1110 (positions 2, 3; tf32: element 1); A is all ones, B row k is the code of chunk c
+    at the last position of chunk c, 0 elsewhere (codes: the nch smallest integers exact in
+    B's format, c + 1 where they fit), C = 0. A row whose D becomes the code of chunk c names (row, chunk) of that
+    nibble. Returns {'layout': (128, 8, 2), 'consistent', 'message', 'agrees'}."""
+    s = spec(name)
+    g, kept, _ = sparse.group(s.atype)
+    nch = s.k // g
+    kh = s.k // 2
+    one_a = encode_ints([1], s.atype)[0]
+    codes = exact_ints(s.btype, nch)          # c + 1, or the nch smallest exact ones
+    Bk = np.zeros(s.k, np.int64)
+    Bk[np.arange(nch) * g + g - 1] = codes
+    B = np.broadcast_to(encode_ints(Bk, s.btype)[:, None], (s.k, s.n))
+    T = 128 * 8
+    A = np.full((T, s.m, kh), one_a, s.storage("a"))
+    Bt = np.ascontiguousarray(np.broadcast_to(B, (T, s.k, s.n)))
+    C = np.zeros((T, s.m, s.n), s.storage("c"))
+    E = np.full((T, 128), 0x44444444, np.uint32)
+    tid, q = np.divmod(np.arange(T), 8)
+    E[np.arange(T), tid] = (0x44444444 & ~(np.uint32(0xF) << (4 * q).astype(np.uint32))) \
+        | (np.uint32(0xE) << (4 * q).astype(np.uint32))
+    D = runner.run_words(s.name, A, Bt, C, E, sel)
+    vals, ok = decode_ints(D, s.dtype)
+    lay = np.full((128, 8, 2), -1, np.int64)
+    problems = []
+    if not ok.all() or (vals[:, :, :1] != vals).any():
+        problems.append("D not exact or not equal along N")
+    v = vals[:, :, 0]
+    for i in range(T):
+        rows = np.flatnonzero(v[i])
+        if len(rows) > 1 or (len(rows) == 1 and int(v[i, rows[0]]) not in codes):
+            problems.append(f"thread {tid[i]} nibble {q[i]}: rows {rows.tolist()[:4]} "
+                            f"values {v[i, rows].tolist()[:4]}")
+        elif len(rows) == 1:
+            lay[tid[i], q[i]] = (rows[0], codes.index(int(v[i, rows[0]])))
+    hit = lay[lay[..., 0] >= 0]
+    cells = {(int(r), int(c)) for r, c in hit}
+    if len(hit) != s.m * nch or len(cells) != s.m * nch:
+        problems.append(f"{len(hit)} nibbles reach {len(cells)} of {s.m * nch} (row, chunk) cells")
+    want = sparse.declared(s.atype, sel)
+    agrees = bool(np.array_equal(lay, want))
+    consistent = not problems
+    msg = (f"{s.name} sel {sel}: metadata probe {'consistent' if consistent else 'INCONSISTENT'}"
+           f", {'agrees with' if agrees else 'DIFFERS from'} the declared map")
+    if problems:
+        msg += ": " + "; ".join(problems[:5])
+    elif not agrees:
+        bad = np.argwhere((lay != want).any(-1))[:4]
+        msg += ": " + "; ".join(f"thread {t} nibble {qq} -> {lay[t, qq].tolist()} (declared "
+                                f"{want[t, qq].tolist()})" for t, qq in bad)
+    return {"layout": lay, "consistent": consistent, "agrees": agrees, "message": msg}

@@ -19,7 +19,7 @@ Command line (options defined here, `add_parser`): ``mmaformal hw record INSTR..
 --sparse-preset --out DIR [--probe]`` on the GPU, ``mmaformal hw record --replay REC... --out
 DIR [--primary-only]`` on the CPU.
 
-May import: numpy, mmaformal.classes, mmaformal.hw.kernels / sparse / runner (GPU side only in
+May import: numpy, mmaformal.classes, mmaformal.hw.forms / sparse / check / runner (GPU side only in
 :func:`record`), mmaformal.hw.campaigns (the records to replay). Invariant: the digest is of
 the raw D bits exactly as returned.
 """
@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import classes as C
-from . import kernels, sparse
+from . import sparse
+from .forms import instructions, spec
 
 __all__ = ["sparse_tiles", "record", "replay", "CHUNK_TILES"]
 
@@ -44,7 +45,7 @@ CHUNK_TILES = 8192
 
 def sparse_tiles(klass: str, name: str, T: int, rng: np.random.Generator):
     """(A compressed (T, M, K/2), meta (T, M, K/2) kept positions, B (T, K, N), C (T, M, N))."""
-    s = kernels.spec(name)
+    s = spec(name)
     M, N, K = s.m, s.n, s.k
     kh = K // 2
     a, _, _ = C.generate(klass, s.atype, s.btype, s.ctype, kh, T * M, rng)
@@ -67,7 +68,7 @@ def sparse_tiles(klass: str, name: str, T: int, rng: np.random.Generator):
 
 
 def _chunks(name: str, tests: int, klasses, seed: int):
-    s = kernels.spec(name)
+    s = spec(name)
     per_class = -(-tests // len(klasses))
     tiles = -(-per_class // (s.m * s.n))
     rng = np.random.default_rng(seed)
@@ -86,7 +87,6 @@ def record(name: str, tests: int, seed: int, out_dir: Path, klasses=C.CLASSES,
     ok, msg = check.layout_selfcheck(name)
     if not ok:
         raise RuntimeError(f"{name}: layout self-check failed, campaign stopped: {msg}")
-    s = kernels.spec(name)
     res = {"instruction": name, "kind": "digest", "tests": 0, "seed": seed,
            "chunk_tiles": CHUNK_TILES, "classes": {}, "device": runner.device_info(),
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -186,7 +186,7 @@ def dropped_probe(name: str) -> dict:
     dropped A slots, 0 * Inf gives NaN. Returns {probe: sorted distinct D bit patterns (hex)}."""
     from .. import fp
     from . import check, runner
-    s = kernels.spec(name)
+    s = spec(name)
     if s.integer:
         raise ValueError(f"{name}: integer forms have no Inf/NaN to probe with")
     f = fp.fmt(s.btype)
@@ -217,7 +217,6 @@ def dropped_probe(name: str) -> dict:
 
 def add_parser(subparsers):
     """`mmaformal hw record` (subparsers: the hw sub-verbs)."""
-    import argparse
     from ..args import positive_int, shard
     p = subparsers.add_parser("record", help="GPU campaigns recorded by digest (no simulator); "
                               "--replay decides them on the CPU",
@@ -226,7 +225,7 @@ def add_parser(subparsers):
                               "tiles kept whole; --replay regenerates the inputs on any machine "
                               "and compares a theory's digests.")
     p.add_argument("instructions", nargs="*", metavar="INSTR")
-    p.add_argument("--sparse-preset", action="store_true", help="every covered mma.sp form")
+    p.add_argument("--sparse-preset", action="store_true", help="every sm90 mma.sp form")
     p.add_argument("--tests", type=positive_int, default=10_000_000, metavar="N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
@@ -257,18 +256,18 @@ def run(a) -> int:
         return 0
     names = list(a.instructions)
     if a.sparse_preset:
-        names += [f"sm90/{q}" for q in kernels.SPARSE_MMA_FORMS]
+        names += [n for n in instructions(None, "sm90", family="mma") if spec(n).sparse]
     if not names:
         raise ValueError("hw record: name instructions, --sparse-preset or --replay REC...")
     si, sn = a.shard
     names = names[si::sn]
     from . import runner
-    runner.need_gpu()
+    runner.need_gpu(names)
     rc = 0
     if a.probe:
         probes = {}
         for name in names:
-            if kernels.spec(name).integer:
+            if spec(name).integer:
                 continue
             try:
                 probes[name] = dropped_probe(name)

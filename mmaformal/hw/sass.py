@@ -2,14 +2,16 @@
 
 (layer 5 front end, ``hw``). A PTX MMA may compile to a sequence (docs/design.md: read the SASS),
 so every hardware campaign records it. :func:`sass` compiles the generated kernel of an
-instruction with nvcc to an sm_90a cubin (``-gencode=arch=compute_90a,code=sm_90a``; no GPU
-needed) and returns the ``cuobjdump -sass`` text and the list of MMA mnemonics in it (HMMA,
-HGMMA, QGMMA, DMMA, IMMA..., with their modifiers), in program order.
+instruction with nvcc to a cubin of its architecture's target (sm_90a:
+``-gencode=arch=compute_90a,code=sm_90a``; :mod:`mmaformal.hw.forms`; no GPU needed) and returns
+the ``cuobjdump -sass`` text and the list of MMA mnemonics in it (HMMA, HGMMA, QGMMA, DMMA,
+IMMA, UTC*MMA..., with their modifiers), in program order.
 
-Command line: ``mmaformal hw sass [--full] [INSTR ...]`` (its options are defined here,
-`add_parser`; mmaformal.hw.cli registers it). No nvcc or cuobjdump: one line, exit 2.
+Command line: ``mmaformal hw sass [--full] [--arch A] [INSTR ...]`` (its options are defined
+here, `add_parser`; mmaformal.hw.cli registers it). No nvcc or cuobjdump: one line, exit 2.
 
-May import: :mod:`mmaformal.hw.runner` (for the compiler and cache), standard library.
+May import: :mod:`mmaformal.hw.runner` (for the compiler and cache), :mod:`mmaformal.hw.forms`,
+standard library.
 Invariant: reads compiler output only; runs nothing on a GPU.
 """
 
@@ -20,6 +22,7 @@ import re
 import shutil
 import subprocess
 
+from .forms import TARGETS, instructions
 from .runner import HardwareUnavailable, compile_cubin, nvcc_path
 
 __all__ = ["cuobjdump_path", "sass", "mma_mnemonics", "add_parser", "run"]
@@ -52,7 +55,8 @@ def mma_mnemonics(sass_text: str) -> list[str]:
 
 
 def sass(name: str) -> tuple[str, list[str]]:
-    """(cuobjdump -sass text, MMA mnemonics) of the harness kernel of ``name`` (sm_90a)."""
+    """(cuobjdump -sass text, MMA mnemonics) of the harness kernel of ``name`` (compiled for
+    its architecture's target)."""
     cub = compile_cubin(name, backend="nvcc")
     tool = cuobjdump_path()
     if tool is None:
@@ -69,16 +73,17 @@ def add_parser(subparsers):
                                "kernels (nvcc and cuobjdump; no GPU needed)",
                                description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", metavar="INSTR",
-                    help="instructions (default: all covered, N = 8, 256)")
+                    help="instructions (default: every runnable form of --arch, N = 8, 256)")
+    ap.add_argument("--arch", default="sm90", choices=sorted(TARGETS),
+                    help="the architecture of the default list (default sm90)")
     ap.add_argument("--full", action="store_true", help="print the whole cuobjdump -sass text")
     return ap
 
 
 def run(args) -> int:
     """MMA mnemonics (or the full SASS) of each kernel, one line (or block) each."""
-    from .kernels import instructions  # noqa: PLC0415
     try:
-        for name in args.names or instructions((8, 256)):
+        for name in args.names or instructions((8, 256), args.arch):
             text, mn = sass(name)
             print(f"===== {name}\n{text}" if args.full else f"{name}\t{' '.join(mn)}", flush=True)
     except HardwareUnavailable as e:

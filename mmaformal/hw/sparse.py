@@ -1,4 +1,4 @@
-"""Sparse A operands of ``mma.sp`` for the Hopper harness: compression and metadata words (layer 5, ``hw``).
+"""Sparse A operands of ``mma.sp`` and ``wgmma.sp`` for the harness: compression and metadata words (layer 5, ``hw``).
 
 The harness's contract for a sparse instruction (K the dense depth): A is given either dense,
 (..., M, K) with at most the allowed non-zero bit patterns per group, or compressed,
@@ -22,6 +22,26 @@ the metadata registers is not needed then, whatever it is): a tile's rows must s
 pattern, 16-bit patterns are repeated in both halves and 64-bit patterns must have equal
 halves. :func:`tile_words` splits a tile whose rows differ into one launch per pattern.
 
+Sparse wgmma (``wgmma.mma_async.sp``) gives every thread of the warpgroup its own 32-bit word
+(:func:`meta_words`): a row of A is a string of 4-bit *nibbles*, one per chunk (4 elements, 2
+kept: the two 2-bit positions, the first kept element in the low bits; tf32: 2 elements, 1 kept
+at p, nibble ``2p | (2p + 1) << 2``, i.e. 0b0100 or 0b1110). :func:`declared` says which (row,
+chunk) each nibble of each thread's register holds: PTX ISA 9.7.15.6.2 gives the warp-level
+figures of ``mma.sp`` (each warp of the warpgroup holds 16 rows, warp w rows 16w..16w+15), read
+as below; :func:`mmaformal.hw.check.meta_probe` recovers the map from the silicon alone:
+
+- f16/bf16 k32 and tf32 k16 (32-bit rows), selector i: lane 4g + 2i + j (j = 0, 1) holds chunks
+  4j..4j+3 of row g in nibbles 0..3 and of row g + 8 in nibbles 4..7;
+- 8-bit k64 (64-bit rows): lane 4g + t holds 8 chunks: t = 0 row g chunks 0..7, t = 1 row g + 8
+  chunks 0..7, t = 2 row g chunks 8..15, t = 3 row g + 8 chunks 8..15.
+
+Source of the map: the metadata (thread, value) layout of NVIDIA CUTLASS's sparse GMMA atoms
+(``include/cute/atom/mma_traits_sm90_gmma_sparse.hpp``: ELayout_64x32, ELayout_64x16,
+ELayout_64x64; ``tests/test_hw_wgmma_sp.py`` evaluates their shapes and strides independently);
+the H100 runs of 2026-11-25 agree (counterexamples/hw/2026-11-25-h100-issue14d). Threads that
+give no metadata (the other pair) get random *valid* words (:func:`random_words`), so a kernel
+that read them would fail the exact self-check.
+
 May import: numpy and mmaformal.sparse (the group rule). Invariant: bit patterns are moved,
 never interpreted, except "is the pattern zero" when compressing a dense A.
 """
@@ -32,8 +52,9 @@ import numpy as np
 
 from ..sparse import group as _rule
 
-__all__ = ["group", "compress", "expand", "row_patterns", "pattern_bits", "tile_words",
-           "random_pos"]
+__all__ = ["group", "compress", "expand", "check_pos", "row_patterns", "pattern_bits",
+           "tile_words", "random_pos", "declared", "DECLARED", "nibbles", "meta_words",
+           "random_words", "random_kept"]
 
 
 def group(fmt: str) -> tuple[int, int, int]:
@@ -84,7 +105,9 @@ def compress(dense: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     return vals.reshape(shape), pos.astype(np.uint8).reshape(shape)
 
 
-def _check_pos(pos: np.ndarray, fmt: str, kh: int) -> np.ndarray:
+def check_pos(pos: np.ndarray, fmt: str, kh: int) -> np.ndarray:
+    """The kept positions (rows, groups, kept) of ``pos`` (rows of K/2 = ``kh``); ValueError
+    naming the first group whose positions are not increasing, below G (or not in pairs)."""
     g, kept, per = group(fmt)
     p = pos.reshape(-1, kh // kept, kept).astype(np.int64)
     bad = (p >= g).any(-1) | (np.diff(p, axis=-1) <= 0).any(-1)
@@ -102,7 +125,7 @@ def expand(comp: np.ndarray, pos: np.ndarray, fmt: str) -> np.ndarray:
     """The dense A (..., M, K) of a compressed A and its positions (zeros elsewhere)."""
     g, kept, _ = group(fmt)
     *lead, M, kh = comp.shape
-    p = _check_pos(pos, fmt, kh)
+    p = check_pos(pos, fmt, kh)
     out = np.zeros((p.shape[0], p.shape[1], g), comp.dtype)
     np.put_along_axis(out, p, comp.reshape(p.shape), axis=-1)
     return out.reshape(*lead, M, kh * g // kept)
@@ -112,7 +135,7 @@ def row_patterns(pos: np.ndarray, fmt: str) -> np.ndarray:
     """Metadata bit string of every row (uint64 of ``pattern_bits`` bits), pos (..., M, K/2)."""
     g, kept, per = group(fmt)
     *lead, M, kh = pos.shape
-    p = _check_pos(pos, fmt, kh).reshape(-1, kh)
+    p = check_pos(pos, fmt, kh).reshape(-1, kh)
     if per == 1:
         idx = p % g
     elif per == 2:
@@ -192,3 +215,72 @@ def random_pos(fmt: str, k: int, tiles: int, rng: np.random.Generator) -> np.nda
     if rep > 1:
         pos = np.concatenate([pos] * rep, axis=1)
     return pos.astype(np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sparse wgmma: one metadata word per thread of the warpgroup
+# ---------------------------------------------------------------------------------------------
+
+
+def declared(fmt: str, sel: int = 0) -> np.ndarray:
+    """(128, 8, 2) int: the (row, chunk) of nibble q of thread tid's metadata word under
+    sparsity selector ``sel``, -1 if none (the map of the module docstring)."""
+    lay = np.full((128, 8, 2), -1, np.int64)
+    for tid in range(128):
+        w, lane = tid >> 5, tid & 31
+        g, t = lane >> 2, lane & 3
+        for q in range(8):
+            if fmt in ("s8", "u8", "e4m3", "e5m2"):
+                row = 16 * w + g + 8 * (t & 1)
+                lay[tid, q] = (row, q + 8 * (t >> 1))
+            elif t in (2 * sel, 2 * sel + 1):
+                j = t - 2 * sel
+                lay[tid, q] = (16 * w + g + 8 * (q >> 2), 4 * j + (q & 3))
+    return lay
+
+
+#: the declared map (selector 0) per A format of the sparse wgmma forms
+DECLARED = {f: declared(f, 0) for f in ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")}
+
+
+def nibbles(pos: np.ndarray, fmt: str) -> np.ndarray:
+    """(..., chunks) nibble of every chunk from kept positions (..., K/2)."""
+    _, kept, _ = group(fmt)
+    p = pos.astype(np.uint32)
+    if kept == 1:
+        return (2 * p) | ((2 * p + 1) << 2)
+    return p[..., 0::2] | (p[..., 1::2] << 2)
+
+
+def random_words(shape, fmt: str, rng: np.random.Generator) -> np.ndarray:
+    """uint32 words of 8 random valid nibbles (filler for threads that give no metadata)."""
+    g, kept, _ = group(fmt)
+    pos = np.sort(np.argsort(rng.random((*shape, 8, g)), -1)[..., :kept], -1)
+    nib = nibbles(pos.reshape(*shape, 8 * kept), fmt)
+    return (nib << (4 * np.arange(8, dtype=np.uint32))).sum(-1, dtype=np.uint32)
+
+
+def meta_words(pos: np.ndarray, fmt: str, layout: np.ndarray,
+               filler: np.ndarray | None = None) -> np.ndarray:
+    """(T, 128) uint32 metadata words of kept positions pos (T, 64, K/2) under ``layout``
+    ((128, 8, 2) (row, chunk) per nibble, -1 for none); threads with no nibble take
+    ``filler`` (T, 128) words (default 0)."""
+    nib = nibbles(pos, fmt)                                         # (T, 64, chunks)
+    T = pos.shape[0]
+    out = np.zeros((T, 128), np.uint32) if filler is None else filler.astype(np.uint32).copy()
+    used = (layout[..., 0] >= 0)                                    # (128, 8)
+    tids = np.flatnonzero(used.any(1))
+    out[:, tids] = 0
+    for q in range(8):
+        t = np.flatnonzero(used[:, q])
+        r, c = layout[t, q, 0], layout[t, q, 1]
+        out[:, t] |= nib[:, r, c] << np.uint32(4 * q)
+    return out
+
+
+def random_kept(fmt: str, k: int, shape, rng: np.random.Generator) -> np.ndarray:
+    """Kept positions (*shape, K/2): every choice of kept positions per chunk equally likely
+    (every row its own pattern: the per-thread words of sparse wgmma express any)."""
+    g, kept, _ = group(fmt)
+    pick = np.argsort(rng.random((*shape, k // g, g)), -1)[..., :kept]
+    return np.sort(pick, -1).reshape(*shape, k // 2).astype(np.uint8)

@@ -38,7 +38,7 @@ from typing import Sequence
 
 from .. import fp
 from .claims import bound_concrete, value_lt
-from .model import Model, Witness, _hex, approx_equal, evaluate, from_spec, neg_bits
+from .model import Model, Witness, approx_equal, evaluate, from_spec, hex_bits, neg_bits
 from .. import paths
 
 __all__ = ["store_dir", "write", "write_runs", "read_all", "replay_record", "stale"]
@@ -56,8 +56,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")[:80]
+def slug(s: str, limit: int = 80) -> str:
+    """s as a file-name stem: runs of other characters than [A-Za-z0-9._-] become "_", at most
+    `limit` characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")[:limit]
 
 
 def write_runs(kind: str, models: Sequence[Model], runs: list[tuple[Model, Witness, int]],
@@ -70,7 +72,7 @@ def write_runs(kind: str, models: Sequence[Model], runs: list[tuple[Model, Witne
         "claim": claim,
         "formats": {"a": i.a, "b": i.b, "c": i.c, "d": i.d, "scale": i.scale or None},
         "models": [m.spec() for m in models],
-        "runs": [{"model": m.label, "inputs": w.to_json(), "output": _hex(out, m.ins.d),
+        "runs": [{"model": m.label, "inputs": w.to_json(), "output": hex_bits(out, m.ins.d),
                   "hardware": None} for m, w, out in runs],
         "check": check,
         "verdict": None,
@@ -80,7 +82,7 @@ def write_runs(kind: str, models: Sequence[Model], runs: list[tuple[Model, Witne
     h = hashlib.sha256(body.encode()).hexdigest()[:10]
     d = (root or store_dir()) / kind
     d.mkdir(parents=True, exist_ok=True)
-    p = d / f"{_slug('--'.join(m.label for m in models))}-{h}.json"
+    p = d / f"{slug('--'.join(m.label for m in models))}-{h}.json"
     p.write_text(json.dumps(rec, indent=1, sort_keys=False) + "\n")
     return p
 
@@ -155,7 +157,7 @@ def replay_record(rec: dict, backends: Sequence[str] = ("int", "numpy", "compile
                     continue          # no C compiler, or a width the C path refuses
                 raise
             if got != want:
-                problems.append(f"run {i} ({m.label}) on {be}: got {_hex(got, m.ins.d)}, "
+                problems.append(f"run {i} ({m.label}) on {be}: got {hex_bits(got, m.ins.d)}, "
                                 f"stored {run['output']}")
         outs.append(want)
     d = F["d"]

@@ -56,13 +56,14 @@ from . import minimize as _min
 from .cache import CACHE, Cache, solve_cached
 from .frame import (EXIT_BAD, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, BadInput,
                     InternalError, add_common, run_verb)
-from .model import (BACKENDS, REDUCTION_SPARSE, WHERE_HELP, Inputs, Model, Witness, _hex, approx_equal, arith_key, check,
-                    check_same_formats, evaluate, free_vars, from_spec, mutate, neg_bits,
-                    parse_backends, parse_where, portable, replay, resolve, resolve_pair,
+from .model import (BACKENDS, REDUCTION_SPARSE, Inputs, Model, Witness, approx_equal, arith_key, check,
+                    check_same_formats, evaluate, free_vars, from_spec, hex_bits, mutate, neg_bits,
+                    parse_backends, portable, replay, resolve, resolve_pair,
                     smt2_text, step_diff, twin_mutations)
 from .proofs import store_equivalence
 from .search import Found, Query, build, constraints_satisfiable, equivalence_twin, search
 from .solvers import Result, to_smt2
+from .where import WHERE_HELP, parse_where
 
 __all__ = [
     "distinguish", "to_json", "render", "add_parser", "run", "adjacent_pairs",
@@ -74,7 +75,7 @@ __all__ = [
     "constraints_satisfiable", "equivalence_twin", "smt2_text", "to_smt2", "Result",
     "EXIT_OK", "EXIT_REFUTED", "EXIT_BAD", "EXIT_INTERNAL", "EXIT_UNKNOWN", "neg_bits",
     "approx_equal", "free_vars", "check_same_formats", "step_diff", "add_common", "run_verb",
-    "BACKENDS", "WHERE_HELP", "parse_backends", "_hex",
+    "BACKENDS", "WHERE_HELP", "parse_backends", "hex_bits",
 ]
 
 
@@ -136,11 +137,11 @@ def to_json(res: dict) -> dict:
     found = res["found"]
     out = {"status": res["status"],
            "witness": found[0].witness.to_json() if found else None,
-           "outputs": {k: _hex(v, A.ins.d) for k, v in found[0].outputs.items()} if found else {},
+           "outputs": {k: hex_bits(v, A.ins.d) for k, v in found[0].outputs.items()} if found else {},
            "seconds": round(res["seconds"], 3)}
     if len(found) > 1:
         out["witnesses"] = [{"witness": f.witness.to_json(),
-                             "outputs": {k: _hex(v, A.ins.d) for k, v in f.outputs.items()}}
+                             "outputs": {k: hex_bits(v, A.ins.d) for k, v in f.outputs.items()}}
                             for f in found]
     return out
 
@@ -161,7 +162,7 @@ def render(res: dict) -> str:
                      f"(replayed on the concrete back-ends):")
             L.extend(f.witness.render())
             for lab, v in f.outputs.items():
-                L.append(f"  {lab}: {_hex(v, A.ins.d)} ({decimal(value_of(v, A.ins.d))})")
+                L.append(f"  {lab}: {hex_bits(v, A.ins.d)} ({decimal(value_of(v, A.ins.d))})")
             L.append("  in one line: " + _min.equation(f.witness, f.outputs, A.ins.d))
             if i == 0 and res.get("minimized"):
                 L.append("  " + _min.describe(res["minimized"]))

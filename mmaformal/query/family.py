@@ -63,6 +63,7 @@ from typing import Any
 
 from .. import isa, mma
 from .. import theory as _theory
+from .. import theory_check as _theory_check
 from .frame import BadInput
 from .model import Model
 
@@ -115,7 +116,7 @@ class Family:
             op = st.top.get("op") or {"fma": "fma_chain", "ftz_addmul": "ftz_addmul"}.get(
                 st.top.get("model", ""), "")
             try:
-                _, allowed = _theory._op_params(op)
+                _, allowed = _theory_check.op_params(op)
             except AttributeError:
                 raise BadInput(f"family {self.id}: structure {st.name}: unknown op {op!r}") from None
             fdpa = st.top.get("model") == "fdpa"
@@ -213,7 +214,7 @@ def canonical_key(t: _theory.Theory, rd: bool = False) -> tuple:
             fa, fb = fp.fmt(conv or ins.a), fp.fmt(conv or ins.b)
             lowest = min(fa.emin + fb.emin, fp.fmt(ins.c).emin, store.emin)
             if z < lowest:                 # below every nonzero term's exponent: a zero term
-                p["zero_exp"] = "excluded"  # never sets e_max (mma._zero_key / _emax)
+                p["zero_exp"] = "excluded"  # never sets e_max (mma.zero_key / _emax)
     if t.accumulate == "add" and "nan" in p:
         p.pop("nan")                       # theory.dot: the final IEEE add replaces any NaN of
                                            # the chain by its own code (mma.NVIDIA_NAN)

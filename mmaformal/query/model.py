@@ -5,16 +5,16 @@
   `from_spec` rebuilds one from a stored record, `mutate`/`twin_mutations` give broken twins.
 - `Inputs` (the free variables of one dot product on a `Z3Backend`) and `Witness` (one
   concrete input as raw bit patterns); `neg_bits`/`approx_equal` (negation and ~ of storage
-  elements, shared by the claims); `parse_where` (the `--where` constraint language).
+  elements, shared by the claims); the `--where` constraint language is query.where.
 - SMT-LIB text: `smt2_text` (deterministic, history-independent), `portable` (z3's overflow
   predicates in standard bit-vector operations), `free_vars`, and `check` (one solver call).
 - Evaluation: `evaluate` (one model on one witness on the int, numpy or compiled back-end),
   `replay` (all back-ends, checked to agree), `step_diff` (the first differing step of the
   white-box traces).
 
-May import: the layers below (bits, fp, mma, isa, theory; simulate, explain, compile lazily),
-mmaformal.query.frame and .solvers, z3 (lazily), numpy. Invariant: a witness is raw bits; a
-result that does not replay concretely is an InternalError, never a result.
+May import: the layers below (bits, fp, mma, trace, isa, theory; simulate, explain, compile
+lazily), mmaformal.query.frame and .solvers, z3 (lazily), numpy. Invariant: a witness is raw
+bits; a result that does not replay concretely is an InternalError, never a result.
 """
 from __future__ import annotations
 
@@ -22,20 +22,21 @@ import contextlib
 import dataclasses
 import json
 import re
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from .. import fp, isa, mma
+from .. import fp, isa, mma, trace
 from .. import theory as _theory
 from ..bits import BV, INT, NUMPY, Z3Backend, ite
 from .frame import BadInput, InternalError
 from .solvers import Result, SOLVERS, solve
 
 __all__ = ["Model", "from_spec", "resolve", "resolve_pair", "check_same_formats", "Inputs",
-           "Witness", "neg_bits", "approx_equal", "WHERE_HELP", "parse_where", "portable",
+           "Witness", "neg_bits", "approx_equal", "portable",
            "free_vars", "smt2_text", "check", "BACKENDS", "parse_backends", "evaluate", "replay",
-           "step_diff", "twin_mutations", "mutate"]
+           "step_diff", "twin_mutations", "mutate", "hex_bits", "parse_param_value", "scale_one",
+           "concrete_inputs", "canonical_text", "Lemma", "arith_key", "REDUCTION_SPARSE"]
 
 
 # ============================================================================================
@@ -64,7 +65,7 @@ def _align_rd():
         mma.fused_sum = orig
 
 
-def _parse_value(v: str):
+def parse_param_value(v: str):
     v = v.strip()
     if re.fullmatch(r"[-+]?\d+", v):
         return int(v)
@@ -115,7 +116,7 @@ class Model:
             d = c
             for j in range(self.n):
                 if self.n > 1:
-                    mma._note("chain", {"block": j, "c": d})
+                    trace.record(trace.Chain(j, d))
                 aj, meta = a[j * k:(j + 1) * k], None
                 if self.ins.sparse:
                     from .. import sparse as _sp
@@ -240,7 +241,7 @@ def resolve(text: str, instr: str | None = None) -> Model:
                     raise BadInput(f"{text!r}: align must be RZ or RD")
                 rd = v == "RD"
                 continue
-            changes[k] = _parse_value(v)
+            changes[k] = parse_param_value(v)
     try:
         th = base.replace(**changes) if changes else base
     except (ValueError, TypeError) as e:
@@ -303,7 +304,7 @@ def check_same_formats(A: Model, B: Model) -> None:
 # Symbolic inputs and witnesses
 # ============================================================================================
 
-def _one(scale: str) -> int:
+def scale_one(scale: str) -> int:
     return {"ue8m0": 0x7F, "ue4m3": 0x38}[scale]
 
 
@@ -352,8 +353,8 @@ class Inputs:
         sa = sb = None
         if self.fs:
             more = m.nscale - self.nscale
-            sa = self.sa + [K.const(_one(self.fs), 8, False)] * more
-            sb = self.sb + [K.const(_one(self.fs), 8, False)] * more
+            sa = self.sa + [K.const(scale_one(self.fs), 8, False)] * more
+            sb = self.sb + [K.const(scale_one(self.fs), 8, False)] * more
         return a, b, self.c, sa, sb
 
     def witness(self, model: dict[str, int]) -> "Witness":
@@ -369,7 +370,7 @@ class Inputs:
         return z3.Or([x.v != v for x, v in zip(self.all(), vals)])
 
 
-def _hex(v: int, f: str) -> str:
+def hex_bits(v: int, f: str) -> str:
     return f"0x{int(v):0{fp.fmt(f).storage // 4}X}"
 
 
@@ -388,10 +389,10 @@ class Witness:
     scale_b: list | None = None
 
     def to_json(self) -> dict:
-        return {"a": [_hex(x, self.fa) for x in self.a], "b": [_hex(x, self.fb) for x in self.b],
-                "c": _hex(self.c, self.fc),
-                "scale_a": [_hex(x, self.fs) for x in self.scale_a] if self.scale_a else None,
-                "scale_b": [_hex(x, self.fs) for x in self.scale_b] if self.scale_b else None}
+        return {"a": [hex_bits(x, self.fa) for x in self.a], "b": [hex_bits(x, self.fb) for x in self.b],
+                "c": hex_bits(self.c, self.fc),
+                "scale_a": [hex_bits(x, self.fs) for x in self.scale_a] if self.scale_a else None,
+                "scale_b": [hex_bits(x, self.fs) for x in self.scale_b] if self.scale_b else None}
 
     @classmethod
     def from_json(cls, d: dict, fa: str, fb: str, fc: str, fs: str = "") -> "Witness":
@@ -404,21 +405,21 @@ class Witness:
         e = k - len(self.a)
         ns = nscale - len(self.scale_a or [])
         return Witness(self.fa, self.fb, self.fc, self.a + [0] * e, self.b + [0] * e, self.c,
-                       self.fs, (self.scale_a or []) + [_one(self.fs)] * ns if self.fs else None,
-                       (self.scale_b or []) + [_one(self.fs)] * ns if self.fs else None)
+                       self.fs, (self.scale_a or []) + [scale_one(self.fs)] * ns if self.fs else None,
+                       (self.scale_b or []) + [scale_one(self.fs)] * ns if self.fs else None)
 
     def render(self) -> list[str]:
         from ..simulate import decimal, value_of
         v = lambda x, f: decimal(value_of(x, f))
         out = []
         for k, (x, y) in enumerate(zip(self.a, self.b)):
-            out.append(f"  k={k:<3} a={_hex(x, self.fa)} ({v(x, self.fa)})  "
-                       f"b={_hex(y, self.fb)} ({v(y, self.fb)})")
-        out.append(f"  c={_hex(self.c, self.fc)} ({v(self.c, self.fc)})")
+            out.append(f"  k={k:<3} a={hex_bits(x, self.fa)} ({v(x, self.fa)})  "
+                       f"b={hex_bits(y, self.fb)} ({v(y, self.fb)})")
+        out.append(f"  c={hex_bits(self.c, self.fc)} ({v(self.c, self.fc)})")
         for role in ("scale_a", "scale_b"):
             s = getattr(self, role)
             if s:
-                out.append(f"  {role}: " + ", ".join(f"{_hex(x, self.fs)} ({v(x, self.fs)})" for x in s))
+                out.append(f"  {role}: " + ", ".join(f"{hex_bits(x, self.fs)} ({v(x, self.fs)})" for x in s))
         return out
 
 
@@ -455,120 +456,6 @@ def approx_equal(x: BV, y: BV, f: "str | fp.Format"):
 
 
 # ============================================================================================
-# The constraint language (--where)
-# ============================================================================================
-
-WHERE_HELP = ("constraints: finite | nonan | noinf | nosubnormal | X=0 (either zero) | X=+0 | "
-              "X=-0 | X=0xHEX (raw bits) | X=VALUE (exact decimal) | X!=... | exp(X)<=E | "
-              "exp(X)>=E, where X is a, b, c, a[i], b[i], scale_a[j] or scale_b[j] (a and b: every "
-              "element); exp() is the Exp() of semantics.md of a finite nonzero element (zeros, "
-              "Inf and NaN are exempt)")
-
-_ITEM = re.compile(r"^(?P<lhs>exp\(\s*[a-z_]+(?:\[\d+\])?\s*\)|[a-z_]+(?:\[\d+\])?)\s*"
-                   r"(?P<op><=|>=|!=|=)\s*(?P<rhs>\S+)$")
-
-
-def _targets(inp: Inputs, t: str, item: str) -> list[tuple[BV, str]]:
-    m = re.fullmatch(r"([a-z_]+)(?:\[(\d+)\])?", t)
-    if not m:
-        raise BadInput(f"cannot parse constraint {item!r}: unknown operand {t!r}; {WHERE_HELP}")
-    name, idx = m.group(1), m.group(2)
-    table = {"a": (inp.a, inp.fa), "b": (inp.b, inp.fb), "c": ([inp.c], inp.fc),
-             "scale_a": (inp.sa or [], inp.fs), "scale_b": (inp.sb or [], inp.fs)}
-    if name not in table:
-        raise BadInput(f"cannot parse constraint {item!r}: unknown operand {name!r}; {WHERE_HELP}")
-    xs, f = table[name]
-    if not xs:
-        raise BadInput(f"constraint {item!r}: this instruction has no {name}")
-    if idx is not None:
-        if name == "c":
-            raise BadInput(f"constraint {item!r}: c is one element (write c, not c[i])")
-        i = int(idx)
-        if i >= len(xs):
-            raise BadInput(f"constraint {item!r}: index {i} out of range (length {len(xs)})")
-        xs = [xs[i]]
-    return [(x, f) for x in xs]
-
-
-def _value_bits(rhs: str, f: str, item: str) -> int:
-    from ..simulate import bits_of, parse_value
-    try:
-        v = parse_value(rhs)
-    except ValueError:
-        raise BadInput(f"cannot parse constraint {item!r}: {rhs!r} is not a value; {WHERE_HELP}") from None
-    b = bits_of(v, f)
-    if b is None:
-        raise BadInput(f"constraint {item!r}: {rhs} is not a value of format {f}")
-    return b
-
-
-def parse_where(items: Iterable[str], inp: Inputs) -> list:
-    """The z3 constraints of a list of --where items (each may hold several, comma-separated)."""
-    import z3
-    out = []
-    flat = [s.strip() for it in items for s in re.split(r"[,;]", it) if s.strip()]
-    for item in flat:
-        low = item.replace(" ", "")
-        if low in ("finite", "nonan", "noinf", "nosubnormal"):
-            for x, f in [(x, inp.fa) for x in inp.a] + [(x, inp.fb) for x in inp.b] + \
-                    [(inp.c, inp.fc)] + [(x, inp.fs) for x in (inp.sa or []) + (inp.sb or [])]:
-                u = fp.decode(f, x)
-                F = fp.fmt(f)
-                if low == "finite":
-                    out.append(z3.Not((u.nan | u.inf).v))
-                elif low == "nonan":
-                    out.append(z3.Not(u.nan.v))
-                elif low == "noinf":
-                    out.append(z3.Not(u.inf.v))
-                elif F.subnormals:
-                    sub = ~u.zero & (u.sig < (1 << F.t)) & u.finite if F.t else u.zero & ~u.zero
-                    out.append(z3.Not(sub.v))
-            continue
-        m = _ITEM.match(low)
-        if not m:
-            raise BadInput(f"cannot parse constraint {item!r}; {WHERE_HELP}")
-        lhs, op, rhs = m.group("lhs"), m.group("op"), m.group("rhs")
-        if lhs.startswith("exp("):
-            if op not in ("<=", ">="):
-                raise BadInput(f"constraint {item!r}: exp() takes <= or >=")
-            try:
-                E = int(rhs)
-            except ValueError:
-                raise BadInput(f"constraint {item!r}: the exponent must be an integer") from None
-            for x, f in _targets(inp, lhs[4:-1], item):
-                u = fp.decode(f, x)
-                lo, hi = -(1 << (u.exp.w - 2)), (1 << (u.exp.w - 2)) - 1
-                if not lo <= E <= hi:          # beyond every Exp(): constant truth value
-                    holds = (E > hi) == (op == "<=")
-                    out.append(z3.BoolVal(True) if holds else (u.zero | u.nan | u.inf).v)
-                    continue
-                cmp = (u.exp <= E) if op == "<=" else (u.exp >= E)
-                out.append((u.zero | u.nan | u.inf | cmp).v)
-            continue
-        if op not in ("=", "!="):
-            raise BadInput(f"constraint {item!r}: compare elements with = or != (or exp(X) <= E)")
-        for x, f in _targets(inp, lhs, item):
-            F = fp.fmt(f)
-            if rhs.lower().startswith("0x"):
-                try:
-                    bits = int(rhs, 16)
-                except ValueError:
-                    raise BadInput(f"cannot parse constraint {item!r}: bad hex {rhs!r}") from None
-                if bits >= 1 << F.storage:
-                    raise BadInput(f"constraint {item!r}: {rhs} does not fit {f} ({F.storage} bits)")
-                cond = x == bits
-            elif rhs == "0":
-                cond = fp.decode(f, x).zero
-            elif rhs.lower() == "nan":
-                cond = fp.decode(f, x).nan
-            else:
-                cond = x == _value_bits(rhs, f, item)
-            out.append(cond.v if op == "=" else z3.Not(cond.v))
-    return out
-
-
-
-# ============================================================================================
 # SMT-LIB text and the solver call
 # ============================================================================================
 
@@ -585,10 +472,6 @@ def smt2_text(assertions) -> str:
     if "(set-logic" not in text:
         text = "(set-logic ALL)\n" + text
     return text
-
-
-def _smt2(assertions) -> str:
-    return smt2_text(list(assertions))
 
 
 _MUL = None
@@ -713,7 +596,7 @@ def check(text: str, solver: str = "bitwuzla", timeout: float | None = None) -> 
 # Concrete replay
 # ============================================================================================
 
-def _concrete_inputs(K, w: Witness):
+def concrete_inputs(K, w: Witness):
     st = lambda f: fp.fmt(f).storage
     if K is INT:
         mk = lambda v, f: INT.const(int(v), st(f), False)
@@ -766,7 +649,7 @@ def evaluate(m: Model, w: Witness, backend: str = "int") -> int:
     if backend == "compiled":
         return _compiled(m, w)
     K = INT if backend == "int" else NUMPY
-    d = m.dot(K, *_concrete_inputs(K, w))
+    d = m.dot(K, *concrete_inputs(K, w))
     v = d.v
     return int(v if K is INT else np.asarray(v).reshape(-1)[0])
 

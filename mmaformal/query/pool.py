@@ -23,7 +23,7 @@ from .model import Model, Witness
 
 __all__ = ["Batch", "evaluate", "plain"]
 
-_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 @dataclasses.dataclass
@@ -64,7 +64,7 @@ class Batch:
 
     @classmethod
     def from_witness(cls, w: Witness, ins: isa.Instruction, tag: str = "") -> "Batch":
-        st = lambda f: _UINT[fp.fmt(f).storage]
+        st = lambda f: UINT_DTYPES[fp.fmt(f).storage]
         # a solver witness may set the unused high bits of an fp6/fp4 byte: keep the format's
         # bits only (the design's raw-bit form; survivors are re-evaluated on what is asked)
         mk = lambda f: (1 << (fp.fmt(f).k + fp.fmt(f).pad)) - 1

@@ -70,7 +70,7 @@ import numpy as np
 from .. import fp, isa
 from ..args import out_dir, seconds
 from .frame import EXIT_BAD, EXIT_OK, BadInput
-from .model import Model, _hex, mutate, resolve
+from .model import Model, hex_bits, mutate, resolve
 from .pool import Batch, evaluate
 from .search import build, search
 
@@ -461,7 +461,7 @@ def build_probes(ins: isa.Instruction) -> _Builder:
     return bd
 
 
-def _batch(ins, rows, feature):
+def probe_batch(ins, rows, feature):
     if not rows:
         return None
     st = lambda f: _UINT[fp.fmt(f).storage]
@@ -481,9 +481,9 @@ def dot_probes(ins: isa.Instruction):
     where no probe is exact in the instruction's formats (e.g. e2m1)."""
     bd = build_probes(ins)
     feats = features(ins)
-    reg = [x for x in (_batch(ins, bd.rows[f], f) for f in feats
+    reg = [x for x in (probe_batch(ins, bd.rows[f], f) for f in feats
                        if f not in _SPECIAL_FEATURES and f != "independence") if x]
-    spec = [x for x in (_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES if f in bd.rows) if x]
+    spec = [x for x in (probe_batch(ins, bd.rows[f], f) for f in _SPECIAL_FEATURES if f in bd.rows) if x]
     return (Batch.concat(reg) if reg else None), (Batch.concat(spec) if spec else None)
 
 
@@ -588,7 +588,7 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
             if not rows:
                 manifest["features"][feature] = {"probes": 0, "note": "no exact probe exists in these formats"}
                 continue
-            batch = _batch(ins, rows, feature)
+            batch = probe_batch(ins, rows, feature)
             A, B, C, _, _ = batch.tiles(ins)
             descs = [r[0] for r in rows]
         d = out / feature
@@ -618,7 +618,7 @@ def write(spec: str, out: str | Path, instr: str | None = None, solve: bool = Fa
             manifest["probes"].append({
                 "id": f"{feature}/{t}", "feature": feature, "tile": t, "files": f"{feature}/",
                 "description": descs[t], "inputs": batch.witness(t, ins).to_json(),
-                "predictions": {lab: _hex(v, ins.d) for lab, v in outs.items()},
+                "predictions": {lab: hex_bits(v, ins.d) for lab, v in outs.items()},
                 "check": {"method": "concrete over the rival set", "rivals": len(labels),
                           "classes": len(part), "separates": part if len(part) > 1 else []}})
         pairs = [(labels[x], labels[y]) for x in range(len(labels)) for y in range(x + 1, len(labels))
@@ -642,7 +642,7 @@ def _solve_pairs(rv: list[Model], pairs, solver, timeout) -> list[dict]:
         r = {"pair": [x, y], "status": st, "seconds": round(secs, 3)}
         if found:
             r["witness"] = found[0].witness.to_json()
-            r["outputs"] = {k: _hex(v, by[x].ins.d) for k, v in found[0].outputs.items()}
+            r["outputs"] = {k: hex_bits(v, by[x].ins.d) for k, v in found[0].outputs.items()}
         res.append(r)
     return res
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import re
 from pathlib import Path
 from typing import Sequence
 
@@ -29,10 +28,6 @@ from .store import (lemma_dir, lemma_dirs, lemma_text, lemma_texts_installed, pa
                     proofs_dir, record_parts, record_problems, sha256)
 
 __all__ = ["save_result", "store_equivalence", "prune_cache", "stale", "check_record", "recheck"]
-
-
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")[:120]
 
 
 def store_equivalence(group, A: Model, B: Model, where, text, result, twin) -> Path:
@@ -63,8 +58,8 @@ def save_result(group: str, res: dict, models: Sequence[Model], text: str) -> li
             return saved
         d = proofs_dir() / group
         d.mkdir(parents=True, exist_ok=True)
-        name = _slug(res.get("group", [models[0].ins.name])[0] if group == "symmetry" else
-                     "--".join(m.label for m in models))
+        name = cex.slug(res.get("group", [models[0].ins.name])[0] if group == "symmetry" else
+                        "--".join(m.label for m in models), 120)
         ts = _theory.default()
         theories = {}
         for mm in models:

@@ -22,9 +22,10 @@ from typing import Sequence
 
 from ..bits import BV, Z3Backend
 from .frame import InternalError
-from .model import (Inputs, Model, Witness, _hex, _smt2, check, check_same_formats, mutate,
-                    parse_where, portable, replay, step_diff, twin_mutations)
+from .model import (Inputs, Model, Witness, check, check_same_formats, hex_bits, mutate,
+                    portable, replay, smt2_text, step_diff, twin_mutations)
 from .solvers import Result, to_smt2
+from .where import parse_where
 
 __all__ = ["Query", "build", "constraints_satisfiable", "Found", "search", "equivalence_twin"]
 
@@ -96,7 +97,7 @@ def search(q: Query, count: int = 1, solver: str = "bitwuzla", timeout: float | 
     text = ""
     while len(found) < count:
         asserts = base + blocks + (q.obligations() if use_obl else [])
-        text = _smt2(asserts)
+        text = smt2_text(list(asserts))
         if emit and not found and not blocks:
             Path(emit).write_text(text)
         left = None if timeout is None else max(0.1, timeout - (time.perf_counter() - t0))
@@ -143,5 +144,5 @@ def equivalence_twin(A: Model, B: Model, where, solver, timeout, backends) -> di
             return {"status": "sat", "verdict": "refuted", "claim": f"{A.label} equals {Bm.label}", "model": Bm.spec(),
                     "solver": last.solver, "seconds": round(secs, 3),
                     "witness": f.witness.to_json(),
-                    "outputs": {k: _hex(v, A.ins.d) for k, v in f.outputs.items()}}
+                    "outputs": {k: hex_bits(v, A.ins.d) for k, v in f.outputs.items()}}
     return None

@@ -37,7 +37,7 @@ import numpy as np
 from .. import fp, isa, mma
 from . import probes as _probes
 from .frame import EXIT_BAD, EXIT_OK, BadInput
-from .model import _hex, mutate, resolve
+from .model import hex_bits, mutate, resolve
 from .pool import evaluate
 
 __all__ = ["PARAMS", "candidates", "open_parameters", "write", "verdict", "run"]
@@ -252,7 +252,7 @@ def write(spec: str, param: str, out: str | Path, instr: str | None = None) -> d
         if not rows:
             man["features"][feature] = {"probes": 0, "note": "no exact probe exists in these formats"}
             continue
-        batch = _probes._batch(ins, rows, feature)
+        batch = _probes.probe_batch(ins, rows, feature)
         A, B, C, _, _ = batch.tiles(ins)
         d = out / feature
         d.mkdir(exist_ok=True)
@@ -272,7 +272,7 @@ def write(spec: str, param: str, out: str | Path, instr: str | None = None) -> d
                 sep += 1
             man["probes"].append({"id": f"{feature}/{t}", "feature": feature, "tile": t,
                                   "description": rows[t][0],
-                                  "predictions": {lab: _hex(v, ins.d) for lab, v in outs.items()}})
+                                  "predictions": {lab: hex_bits(v, ins.d) for lab, v in outs.items()}})
         man["features"][feature] = {"probes": len(batch), "separating": sep}
     (out / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")
     return man

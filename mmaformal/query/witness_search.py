@@ -43,8 +43,8 @@ import time
 import numpy as np
 
 from .. import fp, mma
-from .model import Model, _one
-from .pool import _UINT, Batch, evaluate
+from .model import Model, scale_one
+from .pool import UINT_DTYPES, Batch, evaluate
 
 __all__ = ["monotonic_pair", "symmetry_pair", "order_key", "is_nan"]
 
@@ -265,7 +265,7 @@ def monotonic_pair(m: Model, budget: float = 10.0, batch: int = 512, seed: int =
     ins = m.ins
     fd = fp.fmt(ins.d)
     rng = np.random.default_rng(seed)
-    dt = lambda f: _UINT[fp.fmt(f).storage]
+    dt = lambda f: UINT_DTYPES[fp.fmt(f).storage]
     t0 = time.perf_counter()
     round_ = 0
     first = _transferred(m, transfer) if transfer else None
@@ -280,7 +280,7 @@ def monotonic_pair(m: Model, budget: float = 10.0, batch: int = 512, seed: int =
                    _subnormal_key_candidates(m, rng, batch) if fam == 4 else None)
             a, b, c, a2, b2, c2, sel = got or _candidates(m, rng, batch, fam % 3)
         n = len(c)
-        sa = np.full((n, m.nscale), _one(ins.scale), dtype=np.uint8) if ins.scale else None
+        sa = np.full((n, m.nscale), scale_one(ins.scale), dtype=np.uint8) if ins.scale else None
         x = Batch(a.astype(dt(ins.a)), b.astype(dt(ins.b)), c.astype(dt(ins.c)), sa, sa)
         y = Batch(a2.astype(dt(ins.a)), b2.astype(dt(ins.b)), c2.astype(dt(ins.c)), sa, sa)
         try:
@@ -304,7 +304,7 @@ def _random_codes(f: fp.Format, rng: np.random.Generator, shape) -> np.ndarray:
         v = v.reshape(shape) | (rng.integers(0, 1 << (f.k - 62), shape).astype(object) << 62)
     else:
         v = rng.integers(0, hi, shape)
-    return (np.asarray(v, dtype=object) << f.pad).astype(_UINT[f.storage])
+    return (np.asarray(v, dtype=object) << f.pad).astype(UINT_DTYPES[f.storage])
 
 
 def symmetry_pair(m: Model, budget: float = 5.0, batch: int = 1024, seed: int = 0):
@@ -318,7 +318,7 @@ def symmetry_pair(m: Model, budget: float = 5.0, batch: int = 1024, seed: int = 
     rng = np.random.default_rng(seed)
     sa = None
     if ins.scale:
-        sa = np.full((batch, m.nscale), _one(ins.scale), dtype=np.uint8)
+        sa = np.full((batch, m.nscale), scale_one(ins.scale), dtype=np.uint8)
     neg = lambda v, f: np.asarray(neg_bits(NUMPY.lift(v.astype(object) if f.storage > 62 else
                                                       v.astype(np.int64), f.storage), f).v)
     t0 = time.perf_counter()

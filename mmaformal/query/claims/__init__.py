@@ -1,6 +1,8 @@
 """Layer 5, query/claims: what claims say. prove's built-in claims, the Claim API for claims
 users write over the symbolic model, and the registry of claims written with it.
 
+The base of the package (this package's place in the query order):
+
     core        prove's built-in claims (equiv, symmetry, monotonic, bound, unobservable):
                 statements, the result dict (`outcome`), concrete checks of a witness
     constraint  the constraint language of user claims (int(a,b) and abs(a,b) < 2^p ...)
@@ -10,13 +12,20 @@ users write over the symbolic model, and the registry of claims written with it.
                 alignment exponent, with the written combination argument
     exact       `prove exact`: D is the exact (or correctly rounded) c + a.b under a constraint
 
-REGISTRY maps a claim name to the module that defines it (its `add_parser(sub, common)` adds
-`mmaformal prove NAME`); prove's CLAIMS lists the built-in claims and these.
+Higher in the query order, each with its own place (tests/test_imports.py, QUERY), not
+re-exported here: the decomposed proofs' base (`common`: the traced structure, the lemma runs,
+the monolithic query, the claims' real order) and lemmas by operation family (`bound_fdpa`,
+`bound_tr`, `monotonic_fdpa`, `monotonic_tr`), then one module per built-in claim
+(`symmetry`, `equivalence`, `unobservable`, `monotonic`, `bound`: statement, broken twin,
+lemmas), which query.prove's CLAIM_MODULES names.
+
+REGISTRY maps a user claim's name to the module that defines it (its `add_parser(sub,
+common)` adds `mmaformal prove NAME`); CLAIMS lists the built-in claims and these.
 
 May import: mmaformal.query.model, .frame, .solvers, .store, the layers below (mma, fp, bits;
 simulate lazily).
-Invariant: the submodules import each other in the order above and never this package, so the
-names re-exported here are the whole public face.
+Invariant: the base submodules import each other in the order above and never this package,
+so the names re-exported here are the base's whole public face.
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ from ... import fp
 from ..frame import BadInput
 from ..model import Inputs, Witness
 
-__all__ = ["CONSTRAINT_HELP", "Atom", "Constraint", "parse_constraint"]
+__all__ = ["CONSTRAINT_HELP", "Atom", "Constraint", "parse_constraint", "mag_value", "codes_below",
+           "symbolic_atom"]
 
 CONSTRAINT_HELP = ("constraint language: ATOM and ATOM ..., ATOM one of finite | int(OPS) | "
                    "abs(OPS) < V | abs(OPS) <= V | OPS == V | OPS != V, OPS: a, b, c, a[i], b[i] "
@@ -87,7 +88,7 @@ class Constraint:
     def symbolic(self, inp: Inputs) -> list:
         out = []
         for a in self.atoms:
-            out += _symbolic(a, inp)
+            out += symbolic_atom(a, inp)
         return out
 
     def holds(self, w: Witness) -> bool:
@@ -219,19 +220,20 @@ def _all(a: Atom, inp_or_w):
             yield x, f
 
 
-def _mag_value(F, code: int) -> Fraction:
+def mag_value(F, code: int) -> Fraction:
+    """The value of the finite magnitude code `code` of format F (0 for a zero)."""
     from ...simulate import value_of
     v = value_of(code << F.pad, F.name)
     return Fraction(0) if v in ("0", "-0") else v
 
 
-def _codes_below(F, V: Fraction, strict: bool) -> int:
+def codes_below(F, V: Fraction, strict: bool) -> int:
     """The number of finite magnitude codes whose value is < V (<= V when not strict): the
     values grow with the code, so the set is 0 .. result - 1."""
     lo, hi = 0, F.max_code + 1          # invariant: codes < lo qualify, codes >= hi do not
     while lo < hi:
         mid = (lo + hi) // 2
-        v = _mag_value(F, mid)
+        v = mag_value(F, mid)
         if (v < V) if strict else (v <= V):
             lo = mid + 1
         else:
@@ -239,7 +241,8 @@ def _codes_below(F, V: Fraction, strict: bool) -> int:
     return lo
 
 
-def _symbolic(a: Atom, inp: Inputs) -> list:
+def symbolic_atom(a: Atom, inp: Inputs) -> list:
+    """The z3 constraints of one atom on the elements of `inp` it names."""
     import z3
     out = []
     for x, f in _all(a, inp):
@@ -270,7 +273,7 @@ def _symbolic(a: Atom, inp: Inputs) -> list:
             cases.append(u.exp.v >= F.t)
             out.append(z3.And(fin, z3.Or(*cases)))
         elif a.kind == "abs":
-            n = _codes_below(F, a.value, a.op == "<")
+            n = codes_below(F, a.value, a.op == "<")
             mag = x.extract(F.pad + F.w + F.t - 1, F.pad).v
             out.append(z3.And(fin, z3.ULT(mag, n) if n < (1 << (F.w + F.t)) else z3.BoolVal(True)))
         else:

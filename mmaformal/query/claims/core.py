@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ... import fp, mma
+from ... import fp, mma, trace
 from ...bits import INT
 from ..frame import InternalError
-from ..model import Model, Witness, _concrete_inputs, approx_equal, neg_bits
+from ..model import Model, Witness, approx_equal, concrete_inputs, neg_bits
 
 __all__ = ["CLAIMS", "SYMMETRY_STATEMENT", "SYMMETRY_STATEMENT_INT", "outcome", "value_lt", "neg_witness", "neg_int",
            "approx_int", "bound_blocks", "bound_concrete"]
@@ -73,20 +73,21 @@ def neg_int(x: int, f: str) -> int:
 
 
 def bound_blocks(m: Model, notes: list):
-    """[(E, n, all-zero flag or None), block output] per block of the traced evaluation."""
+    """[(E, n, all-zero flag or None), block output] per block of the traced evaluation
+    (`notes`: mmaformal.trace records)."""
     th = m.theory
     ems, outs = [], []
-    for label, v in notes:
-        if label == "fused_sum" and th.op == "t_fdpa":
+    for v in notes:
+        if isinstance(v, trace.FusedSum) and th.op == "t_fdpa":
             allz = None
-            for t in v["terms"]:
+            for t in v.terms:
                 allz = t.zero if allz is None else allz & t.zero
-            ems.append((v["e_max"], len(v["terms"]), allz))
-        elif label == "tr_tail":
+            ems.append((v.e_max, len(v.terms), allz))
+        elif isinstance(v, trace.TrTail):
             # TR/GTR: the L products fused and truncated, c added after: n = L + 1 at E
-            ems.append((v["E"], min(th.L, m.k) + 1, None))
-        elif label == "block_out":
-            outs.append(v)
+            ems.append((v.E, min(th.L, m.k) + 1, None))
+        elif isinstance(v, trace.BlockOut):
+            outs.append(v.d)
     if len(ems) != len(outs):
         raise InternalError(f"bound: trace has {len(ems)} sums for {len(outs)} blocks")
     return list(zip(ems, outs))
@@ -106,8 +107,8 @@ def bound_concrete(m: Model, w: Witness, F_claim: int | None = None):
         va = Fraction(0) if va in ("0", "-0") else va
         vb = Fraction(0) if vb in ("0", "-0") else vb
         exact += va * vb
-    with mma.tracing() as notes:
-        d = m.dot(INT, *_concrete_inputs(INT, wp))
+    with trace.tracing() as notes:
+        d = m.dot(INT, *concrete_inputs(INT, wp))
     B = Fraction(0)
     for (E, n, allz), dj in bound_blocks(m, notes):
         if allz is None or not bool(allz.v):

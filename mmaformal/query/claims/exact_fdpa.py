@@ -53,10 +53,10 @@ import hashlib
 import time
 from fractions import Fraction
 
-from ... import fp, mma
+from ... import fp, mma, trace
 from ...bits import BV, Z3Backend
 from ..model import Inputs, Lemma, Model, Witness, check, free_vars
-from .constraint import Atom, Constraint, _codes_below, _mag_value, _symbolic
+from .constraint import Atom, Constraint, codes_below, mag_value, symbolic_atom
 
 __all__ = ["NotDecomposable", "Lemma", "Spec", "COMBINATION_EXACT_FDPA", "applies", "specs",
            "lemmas", "run", "candidates"]
@@ -126,7 +126,7 @@ def _element_atoms(cons: Constraint, name: str, k: int) -> list[Atom]:
 
 
 class _One:
-    """An Inputs-like view of one element (what constraint._symbolic reads)."""
+    """An Inputs-like view of one element (what constraint.symbolic_atom reads)."""
 
     def __init__(self, name: str, f: str, x: BV):
         self.a, self.b, self.c = [x], [x], x
@@ -139,7 +139,7 @@ def _pred(cons: Constraint, name: str, k: int, f: str, x: BV) -> list:
     u = fp.decode(f, x)
     out = [z3.Not((u.nan | u.inf).v)]
     for a in _element_atoms(cons, name, k):
-        out += _symbolic(a, _One(name, f, x))
+        out += symbolic_atom(a, _One(name, f, x))
     return out
 
 
@@ -149,7 +149,7 @@ def _elem_spec(cons: Constraint, name: str, k: int, f: str) -> Spec:
     check it."""
     F = fp.fmt(f)
     U = F.emin - F.t
-    top = _mag_value(F, F.max_code)          # the largest finite value
+    top = mag_value(F, F.max_code)          # the largest finite value
     zero, bounds = False, []
     for a in _element_atoms(cons, name, k):
         if a.kind == "int":
@@ -257,35 +257,43 @@ def _erange(t: _T, sp: Spec):
 def _trace(m: Model):
     K = Z3Backend()
     inp = Inputs.for_model(K, m)
-    with mma.tracing() as notes:
+    with trace.tracing() as notes:
         out = m.dot(K, *inp.padded(m))
     blocks, cur = [], None
-    for label, v in notes:
-        if label == "block":
-            cur = {"c": v["c"], "aligned": []}
+    for v in notes:
+        if isinstance(v, trace.BlockIn):
+            cur = {"c": v.c, "aligned": []}
             blocks.append(cur)
         elif cur is None:
-            raise NotDecomposable(f"step {label!r} outside a block")
-        elif label == "fused_sum":
+            raise NotDecomposable(f"step {v.label!r} outside a block")
+        elif isinstance(v, _PASSED):
+            pass
+        elif isinstance(v, trace.FusedSum):
             if "fs" in cur:
                 raise NotDecomposable("more than one fused sum in a block")
             cur["fs"] = v
-        elif label == "aligned":
-            cur["aligned"].append(v)
-        elif label in ("S", "special", "block_out"):
-            cur[label] = v
-        elif label == "convert":
+        elif isinstance(v, trace.Aligned):
+            cur["aligned"].append(v.value)
+        elif isinstance(v, trace.Sum):
+            cur["S"] = v.S
+        elif isinstance(v, trace.Special):
+            cur["special"] = v
+        elif isinstance(v, trace.BlockOut):
+            cur["block_out"] = v.d
+        elif isinstance(v, trace.Convert):
             cur["conv"] = v
-        elif label in ("convert_operands", "k_order", "chain"):
-            pass
         else:
-            raise NotDecomposable(f"unexpected step {label!r} in the trace")
+            raise NotDecomposable(f"unexpected step {v.label!r} in the trace")
     need = ("fs", "S", "special", "block_out", "conv")
     if not blocks or any(k not in b for b in blocks for k in need):
         raise NotDecomposable("incomplete trace")
     if not out.v.eq(blocks[-1]["block_out"].v):
         raise NotDecomposable("the output is not the last block's output")
     return K, inp, out, blocks
+
+
+#: records of the composition around the blocks that the decomposition reads past
+_PASSED = (trace.ConvertOperands, trace.KOrder, trace.Chain)
 
 
 def _only(exprs, allowed: set, what: str):
@@ -304,204 +312,278 @@ def _generic(t: _T, i: int):
             (z3.Bool(f"t{i}_nan_"), z3.Bool("nan_"))]
 
 
+@dataclasses.dataclass
+class _Run:
+    """The lemmas of one model and constraint under construction: the traced inputs, the
+    specs of the products and of the next accumulator, the lemmas so far (and their texts:
+    a lemma identical to an earlier one is kept once)."""
+
+    m: Model
+    cons: Constraint
+    K: object
+    inp: Inputs
+    blocks: list
+    F: int
+    pspec: list
+    acc_spec: Spec
+    weaken: str
+    res: list = dataclasses.field(default_factory=list)
+    seen: set = dataclasses.field(default_factory=set)
+
+    def __post_init__(self):
+        self.a_, self.b_ = self.inp.padded(self.m)[:2]
+        self.pair_of = {frozenset((str(x.v), str(y.v))): k
+                        for k, (x, y) in enumerate(zip(self.a_, self.b_))}
+
+    def add_once(self, lm: Lemma, name: str | None = None) -> None:
+        if lm.text not in self.seen:
+            self.seen.add(lm.text)
+            self.res.append(lm if name is None else dataclasses.replace(lm, name=name))
+
+
 def lemmas(m: Model, cons: Constraint, rounded: bool = False, weaken: str = "") -> list[Lemma]:
     """The lemmas of `exact` for model m under `cons` (NotDecomposable when they do not
     apply). weaken: a test hook that drops one hypothesis ("term": the term lemma without
     V <= Vmax, which is then satisfiable whenever a term can lose a bit)."""
-    import z3
     why = applies(m, rounded)
     if why:
         raise NotDecomposable(why)
     K, inp, out, blocks = _trace(m)
-    i = m.ins
-    th = m.theory
-    F = th.param_dict["F"]
     pspec, cspec = specs(m, cons)
-    a_, b_ = inp.padded(m)[:2]
-    pair_of = {frozenset((str(x.v), str(y.v))): k for k, (x, y) in enumerate(zip(a_, b_))}
-    res: list[Lemma] = []
-    seen: set[str] = set()
-    fd = fp.fmt(i.d)
-    acc_spec = cspec
+    run = _Run(m, cons, K, inp, blocks, m.theory.param_dict["F"], pspec, cspec, weaken)
     prev_out = None
     for j, blk in enumerate(blocks):
-        tag = f"block{j}"
-        cut1 = [(prev_out.v, z3.BitVec("D_", prev_out.w))] if prev_out is not None else []
-        fs = blk["fs"]
-        terms = [_subT(_fields(t), cut1) for t in fs["terms"]]
-        if len(blk["aligned"]) != len(terms):
-            raise NotDecomposable(f"{tag}: {len(blk['aligned'])} aligned terms for {len(terms)}")
-        if fs.get("mode", "RZ") != "RZ" or fs["F"] != F:
-            raise NotDecomposable(f"{tag}: alignment mode {fs.get('mode')} / F {fs['F']}")
-        sps = []
-        for n, t in enumerate(terms):
-            vs = free_vars(t.sign, t.e, t.sig, t.zero, t.inf, t.nan)
-            if frozenset(vs) in pair_of and len(vs) == 2:
-                k = pair_of[frozenset(vs)]
-                sp = pspec[k]
-                sps.append(sp)
-                x, y = (v for v in (a_[k], b_[k]))
-                name = "ex.prod"
-                # the term is mma.product of the decoded inputs (checked syntactically), so
-                # its value is a_k b_k exactly: signs xor, keys add in ew bits, significands
-                # multiply in wa + wb bits (neither can overflow)
-                ref = mma.product(fp.decode(i.a, x), fp.decode(i.b, y))
-                if not (ref.fb == t.fb and all(getattr(_fields(ref), f).eq(getattr(t, f)) for f in
-                                               ("sign", "e", "sig", "zero", "inf", "nan"))):
-                    raise NotDecomposable(f"{tag}: term {n} is not the product of its decoded "
-                                          f"inputs")
-                lm = Lemma(name, "a product of two constrained inputs satisfies its facts",
-                           _pred(cons, "a", k, i.a, x) + _pred(cons, "b", k, i.b, y)
-                           + [z3.Not(_facts(t, sp))])
-                if lm.text not in seen:
-                    seen.add(lm.text)
-                    res.append(dataclasses.replace(lm, name=f"ex.prod{k}"))
-            elif vs == {str(inp.c.v)} and j == 0:
-                ref = mma.operand(fp.decode(i.c, inp.c))
-                if not (ref.fb == t.fb and all(getattr(_fields(ref), f).eq(getattr(t, f)) for f in
-                                               ("sign", "e", "sig", "zero", "inf", "nan"))):
-                    raise NotDecomposable(f"{tag}: the accumulator term is not c decoded")
-                sps.append(acc_spec)
-                res.append(Lemma("ex.acc", "c satisfies its facts",
-                                 _pred(cons, "c", 0, i.c, inp.c) + [z3.Not(_facts(t, acc_spec))]))
-            elif vs == {"D_"} and j > 0 and "D_" in free_vars(t.sig, t.zero):
-                # the one such term (checked by the previous block): its Facts are proved by
-                # the previous block's out lemmas
-                sps.append(acc_spec)
-            else:
-                raise NotDecomposable(f"{tag}: term {n} reads {sorted(vs)[:4]}")
-        # -- the cut: term fields -> t<i>_*_
-        cut2 = []
-        cterms = []
-        for n, t in enumerate(terms):
-            v = _T(z3.Bool(f"t{n}_sign_"), z3.BitVec(f"t{n}_e_", t.e.size()),
-                   z3.BitVec(f"t{n}_sig_", t.sig.size()), t.fb, z3.Bool(f"t{n}_zero_"),
-                   z3.Bool(f"t{n}_inf_"), z3.Bool(f"t{n}_nan_"))
-            cut2 += [(t.sign, v.sign), (t.e, v.e), (t.sig, v.sig), (t.zero, v.zero),
-                     (t.inf, v.inf), (t.nan, v.nan)]
-            cterms.append(v)
-        cvars = {str(x[1]) for x in cut2}
-        cut = lambda e: _sub(_sub(e, cut1), cut2)
-        E = cut(fs["e_max"].v)
-        es = [cut(e.v) for e in fs["e"]]
-        al = [cut(a.v) for a in blk["aligned"]]
-        S = blk["S"]
-        sp_ = blk["special"]
-        Nf, Pf, Qf = (cut(sp_[k].v) for k in ("nan", "pinf", "ninf"))
-        Z = cut(blk["conv"]["zero_sign"].v)
-        Ge = cut(blk["block_out"].v)
-        _only([E] + es + al + [Nf, Pf, Qf, Z, Ge], cvars, f"{tag}: the block")
-        # S is the sum of the aligned terms, term by term, without wrap-around
-        s = blk["aligned"][0].v
-        for a in blk["aligned"][1:]:
-            s = s + a.v
-        if not s.eq(S.v):
-            raise NotDecomposable(f"{tag}: S is not the sum of the aligned terms")
-        w = S.w
-        mws = []
-        for t in cterms:
-            ls, rs = max(0, F - t.fb), max(0, t.fb - F)
-            mws.append(t.sig.size() + ls - rs)
-        if sum(1 << x for x in mws) >= 1 << (w - 1):
-            raise NotDecomposable(f"{tag}: the sum of aligned terms may wrap around")
-        live = [sp for sp in sps if sp.B > 0]
-        U = min((sp.U for sp in live), default=0)
-        Vlo = min((sp.elo for sp in live), default=0)
-        Vmax = max((sp.ehi for sp in live), default=0)
-        Bsum = sum(sp.B << (sp.U - U) for sp in live)
-        if live and Vmax > F + U:
-            raise NotDecomposable(f"{tag}: e_max may reach {Vmax} > F + U = {F + U}: the "
-                                  f"alignment may drop bits")
-        if Vmax - Vlo > 64:
-            raise NotDecomposable(f"{tag}: {Vmax - Vlo + 1} alignment exponents (one output "
-                                  f"lemma each; at most 65 are built)")
-        # -- emax
-        allz = z3.And(*[t.zero for t in cterms])
-        claim = z3.And(*[z3.Implies(z3.Not(t.zero), E >= e) for t, e in zip(cterms, es)],
-                       z3.Implies(z3.Not(allz), z3.And(E >= Vlo, E <= Vmax)))
-        res.append(Lemma(f"{tag}.emax", f"e_max is at least every nonzero key and in [{Vlo}, "
-                         f"{Vmax}] unless every term is zero",
+        _block(run, j, blk, prev_out)
+        prev_out = blk["block_out"]
+    return run.res
+
+
+def _block(run: _Run, j: int, blk: dict, prev_out) -> None:
+    """The lemmas of block j: its terms' facts (ex.prod, ex.acc), then, over the cut term
+    fields, emax, flags, term<i> and the output's (out.zero, out.v<V>)."""
+    import z3
+    tag = f"block{j}"
+    F = run.F
+    cut1 = [(prev_out.v, z3.BitVec("D_", prev_out.w))] if prev_out is not None else []
+    fs = blk["fs"]
+    terms = [_subT(_fields(t), cut1) for t in fs.terms]
+    if len(blk["aligned"]) != len(terms):
+        raise NotDecomposable(f"{tag}: {len(blk['aligned'])} aligned terms for {len(terms)}")
+    if fs.mode != "RZ" or fs.F != F:
+        raise NotDecomposable(f"{tag}: alignment mode {fs.mode} / F {fs.F}")
+    sps = [_term_facts(run, tag, j, n, t) for n, t in enumerate(terms)]
+    # -- the cut: term fields -> t<i>_*_
+    cut2 = []
+    cterms = []
+    for n, t in enumerate(terms):
+        v = _T(z3.Bool(f"t{n}_sign_"), z3.BitVec(f"t{n}_e_", t.e.size()),
+               z3.BitVec(f"t{n}_sig_", t.sig.size()), t.fb, z3.Bool(f"t{n}_zero_"),
+               z3.Bool(f"t{n}_inf_"), z3.Bool(f"t{n}_nan_"))
+        cut2 += [(t.sign, v.sign), (t.e, v.e), (t.sig, v.sig), (t.zero, v.zero),
+                 (t.inf, v.inf), (t.nan, v.nan)]
+        cterms.append(v)
+    cvars = {str(x[1]) for x in cut2}
+    cut = lambda e: _sub(_sub(e, cut1), cut2)
+    E = cut(fs.e_max.v)
+    es = [cut(e.v) for e in fs.e]
+    al = [cut(a.v) for a in blk["aligned"]]
+    S = blk["S"]
+    sp_ = blk["special"]
+    Nf, Pf, Qf = (cut(x.v) for x in (sp_.nan, sp_.pinf, sp_.ninf))
+    Z = cut(blk["conv"].zero_sign.v)
+    Ge = cut(blk["block_out"].v)
+    _only([E] + es + al + [Nf, Pf, Qf, Z, Ge], cvars, f"{tag}: the block")
+    mws = _sum_widths(tag, F, blk, cterms)
+    g = _grid(tag, F, sps)
+    _emax_flag_lemmas(run, tag, cterms, sps, es, E, Nf, Pf, Qf, g)
+    V = z3.BitVec("E_", E.size())
+    for n, (t, a_t, e_t, sp, mw) in enumerate(zip(cterms, al, es, sps, mws)):
+        _term_lemma(run, tag, n, t, a_t, e_t, sp, mw, E, V, S.w, g)
+    # -- the output: G(S, E, flags)
+    Sv, Nv, Pv, Qv, Zv = (z3.BitVec("S_", S.w), z3.Bool("N_"), z3.Bool("P_"), z3.Bool("Q_"),
+                          z3.Bool("Z_"))
+    G = _sub(Ge, [(cut(S.v), Sv), (E, V), (Nf, Nv), (Pf, Pv), (Qf, Qv), (Z, Zv)])
+    _only([G], {"S_", "E_", "N_", "P_", "Q_", "Z_"}, f"{tag}: the output")
+    _out_lemmas(run, tag, j, blk, G, V, Sv, (Nv, Pv, Qv), g)
+
+
+def _same_term(ref, t: _T) -> bool:
+    """The term t is the reference term ref, field by field (syntactically)."""
+    return ref.fb == t.fb and all(getattr(_fields(ref), f).eq(getattr(t, f)) for f in
+                                  ("sign", "e", "sig", "zero", "inf", "nan"))
+
+
+def _term_facts(run: _Run, tag: str, j: int, n: int, t: _T) -> Spec:
+    """The Spec of term n of block j, with the lemma that establishes its facts: ex.prod<k>
+    (a product of two constrained inputs), ex.acc (block 0's c); a later block's accumulator
+    term has the previous block's out lemmas."""
+    import z3
+    m, inp, cons = run.m, run.inp, run.cons
+    i = m.ins
+    a_, b_, pair_of = run.a_, run.b_, run.pair_of
+    vs = free_vars(t.sign, t.e, t.sig, t.zero, t.inf, t.nan)
+    if frozenset(vs) in pair_of and len(vs) == 2:
+        k = pair_of[frozenset(vs)]
+        sp = run.pspec[k]
+        x, y = (v for v in (a_[k], b_[k]))
+        # the term is mma.product of the decoded inputs (checked syntactically), so
+        # its value is a_k b_k exactly: signs xor, keys add in ew bits, significands
+        # multiply in wa + wb bits (neither can overflow)
+        if not _same_term(mma.product(fp.decode(i.a, x), fp.decode(i.b, y)), t):
+            raise NotDecomposable(f"{tag}: term {n} is not the product of its decoded "
+                                  f"inputs")
+        lm = Lemma("ex.prod", "a product of two constrained inputs satisfies its facts",
+                   _pred(cons, "a", k, i.a, x) + _pred(cons, "b", k, i.b, y)
+                   + [z3.Not(_facts(t, sp))])
+        run.add_once(lm, f"ex.prod{k}")
+        return sp
+    if vs == {str(inp.c.v)} and j == 0:
+        if not _same_term(mma.operand(fp.decode(i.c, inp.c)), t):
+            raise NotDecomposable(f"{tag}: the accumulator term is not c decoded")
+        run.res.append(Lemma("ex.acc", "c satisfies its facts",
+                             _pred(cons, "c", 0, i.c, inp.c) + [z3.Not(_facts(t, run.acc_spec))]))
+        return run.acc_spec
+    if vs == {"D_"} and j > 0 and "D_" in free_vars(t.sig, t.zero):
+        # the one such term (checked by the previous block): its Facts are proved by
+        # the previous block's out lemmas
+        return run.acc_spec
+    raise NotDecomposable(f"{tag}: term {n} reads {sorted(vs)[:4]}")
+
+
+def _sum_widths(tag: str, F: int, blk: dict, cterms: list) -> list[int]:
+    """Each term's bound mw (|aligned| < 2^mw), after checking that S is the sum of the
+    aligned terms, term by term, without wrap-around."""
+    S = blk["S"]
+    s = blk["aligned"][0].v
+    for a in blk["aligned"][1:]:
+        s = s + a.v
+    if not s.eq(S.v):
+        raise NotDecomposable(f"{tag}: S is not the sum of the aligned terms")
+    mws = []
+    for t in cterms:
+        ls, rs = max(0, F - t.fb), max(0, t.fb - F)
+        mws.append(t.sig.size() + ls - rs)
+    if sum(1 << x for x in mws) >= 1 << (S.w - 1):
+        raise NotDecomposable(f"{tag}: the sum of aligned terms may wrap around")
+    return mws
+
+
+@dataclasses.dataclass(frozen=True)
+class _Grid:
+    """A block's grid: the unit 2^U of its nonzero terms, the range [Vlo, Vmax] of e_max, and
+    the bound Bsum of |S| in units 2^(F + U - e_max)."""
+
+    U: int
+    Vlo: int
+    Vmax: int
+    Bsum: int
+
+
+def _grid(tag: str, F: int, sps: list) -> _Grid:
+    live = [sp for sp in sps if sp.B > 0]
+    U = min((sp.U for sp in live), default=0)
+    Vlo = min((sp.elo for sp in live), default=0)
+    Vmax = max((sp.ehi for sp in live), default=0)
+    Bsum = sum(sp.B << (sp.U - U) for sp in live)
+    if live and Vmax > F + U:
+        raise NotDecomposable(f"{tag}: e_max may reach {Vmax} > F + U = {F + U}: the "
+                              f"alignment may drop bits")
+    if Vmax - Vlo > 64:
+        raise NotDecomposable(f"{tag}: {Vmax - Vlo + 1} alignment exponents (one output "
+                              f"lemma each; at most 65 are built)")
+    return _Grid(U, Vlo, Vmax, Bsum)
+
+
+def _emax_flag_lemmas(run: _Run, tag: str, cterms, sps, es, E, Nf, Pf, Qf, g: _Grid) -> None:
+    """<j>.emax and <j>.flags."""
+    import z3
+    allz = z3.And(*[t.zero for t in cterms])
+    claim = z3.And(*[z3.Implies(z3.Not(t.zero), E >= e) for t, e in zip(cterms, es)],
+                   z3.Implies(z3.Not(allz), z3.And(E >= g.Vlo, E <= g.Vmax)))
+    run.res.append(Lemma(f"{tag}.emax", f"e_max is at least every nonzero key and in [{g.Vlo}, "
+                         f"{g.Vmax}] unless every term is zero",
                          [_erange(t, sp) for t, sp in zip(cterms, sps)] + [z3.Not(claim)]))
-        # -- flags
-        res.append(Lemma(f"{tag}.flags", "finite terms raise no NaN/Inf flag",
+    run.res.append(Lemma(f"{tag}.flags", "finite terms raise no NaN/Inf flag",
                          [z3.And(z3.Not(t.inf), z3.Not(t.nan)) for t in cterms]
                          + [z3.Not(z3.And(z3.Not(Nf), z3.Not(Pf), z3.Not(Qf)))]))
-        # -- each term, aligned at a free V
-        V = z3.BitVec("E_", E.size())
-        for n, (t, a_t, e_t, sp, mw) in enumerate(zip(cterms, al, es, sps, mws)):
-            A = _sub(a_t, [(E, V)])
-            _only([A], {str(x) for x in (t.sign, t.e, t.sig, t.zero, t.inf, t.nan)} | {"E_"},
-                  f"{tag}: aligned term {n}")
-            g = _generic(t, n)
-            tg = _subT(t, g)
-            A = _sub(A, g)
-            e_g = _sub(e_t, g)
-            if sp.B == 0:
-                claim = A == 0
-            else:
-                WT = max(w, _width(tg, sp), sp.B.bit_length() + F + sp.U - sp.elo + 2) + 4
-                Nm, _ = _units(tg, sp, WT)
-                sh = z3.SignExt(WT - V.size(), (F + sp.U) - V)
-                mag = Nm << sh
-                want = z3.If(tg.sign, -mag, mag)
-                claim = z3.And(z3.Implies(tg.zero, A == 0),
-                               z3.Implies(z3.Not(tg.zero), z3.And(
-                                   z3.SignExt(WT - w, A) == want,
-                                   A < (1 << mw) if mw < w - 1 else z3.BoolVal(True),
-                                   A > -(1 << mw) if mw < w - 1 else z3.BoolVal(True))))
-            hyp = [_facts(tg, sp)]
-            rng = (V >= e_g) if weaken == "term" else z3.And(V >= e_g, V <= Vmax)
-            hyp.append(z3.Implies(z3.Not(tg.zero), rng))
-            lm = Lemma(f"{tag}.term{n}", f"term {n} aligned at e_max is its exact value in units "
-                       f"2^(e_max - F)", hyp + [z3.Not(claim)])
-            if lm.text not in seen:
-                seen.add(lm.text)
-                res.append(lm)
-        # -- the output: G(S, E, flags)
-        Sv, Nv, Pv, Qv, Zv = (z3.BitVec("S_", w), z3.Bool("N_"), z3.Bool("P_"), z3.Bool("Q_"),
-                              z3.Bool("Z_"))
-        G = _sub(Ge, [(cut(S.v), Sv), (E, V), (Nf, Nv), (Pf, Pv), (Qf, Qv), (Z, Zv)])
-        _only([G], {"S_", "E_", "N_", "P_", "Q_", "Z_"}, f"{tag}: the output")
-        last = j == len(blocks) - 1
-        if last:
-            u = fp.decode(fd, BV(K, fd.storage, False, G))
-            view = _T(u.sign.v, u.exp.v, u.sig.v, fd.t, u.zero.v, u.inf.v, u.nan.v)
-            fo = fd
-        else:
-            nxt = blocks[j + 1]
-            fo = fp.fmt(mma.rho_of(th.param_dict["rho"])[2].name)
-            Dn = z3.BitVec("D_", blk["block_out"].w)
-            acc_t = [t for t in nxt["fs"]["terms"]
-                     if "D_" in free_vars(_sub(t.sig.v, [(blk["block_out"].v, Dn)]),
-                                          _sub(t.zero.v, [(blk["block_out"].v, Dn)]))]
-            if len(acc_t) != 1:
-                raise NotDecomposable(f"{tag}: the next block has {len(acc_t)} accumulator terms")
-            view = _subT(_subT(_fields(acc_t[0]), [(blk["block_out"].v, Dn)]), [(Dn, G)])
-        spD = (Spec(0, 0, U, 0) if Bsum == 0 else
-               Spec(max(U, fo.emin), min(fo.emax, U + Bsum.bit_length() - 1), U, Bsum))
-        noflag = [z3.Not(Nv), z3.Not(Pv), z3.Not(Qv)]
-        res.append(Lemma(f"{tag}.out.zero", "S = 0 gives a finite zero",
+
+
+def _term_lemma(run: _Run, tag: str, n: int, t: _T, a_t, e_t, sp: Spec, mw: int, E, V, w: int,
+                g: _Grid) -> None:
+    """<j>.term<n>: the term aligned at a free V is its exact value in units 2^(V - F)."""
+    import z3
+    F = run.F
+    A = _sub(a_t, [(E, V)])
+    _only([A], {str(x) for x in (t.sign, t.e, t.sig, t.zero, t.inf, t.nan)} | {"E_"},
+          f"{tag}: aligned term {n}")
+    gn = _generic(t, n)
+    tg = _subT(t, gn)
+    A = _sub(A, gn)
+    e_g = _sub(e_t, gn)
+    if sp.B == 0:
+        claim = A == 0
+    else:
+        WT = max(w, _width(tg, sp), sp.B.bit_length() + F + sp.U - sp.elo + 2) + 4
+        Nm, _ = _units(tg, sp, WT)
+        sh = z3.SignExt(WT - V.size(), (F + sp.U) - V)
+        mag = Nm << sh
+        want = z3.If(tg.sign, -mag, mag)
+        claim = z3.And(z3.Implies(tg.zero, A == 0),
+                       z3.Implies(z3.Not(tg.zero), z3.And(
+                           z3.SignExt(WT - w, A) == want,
+                           A < (1 << mw) if mw < w - 1 else z3.BoolVal(True),
+                           A > -(1 << mw) if mw < w - 1 else z3.BoolVal(True))))
+    hyp = [_facts(tg, sp)]
+    rng = (V >= e_g) if run.weaken == "term" else z3.And(V >= e_g, V <= g.Vmax)
+    hyp.append(z3.Implies(z3.Not(tg.zero), rng))
+    run.add_once(Lemma(f"{tag}.term{n}", f"term {n} aligned at e_max is its exact value in "
+                       f"units 2^(e_max - F)", hyp + [z3.Not(claim)]))
+
+
+def _out_lemmas(run: _Run, tag: str, j: int, blk: dict, G, V, Sv, flags, g: _Grid) -> None:
+    """<j>.out.zero and <j>.out.v<V>: the output of S at each e_max = V (and, a later block
+    following, the Facts of its accumulator term); sets run.acc_spec for that block."""
+    import z3
+    m = run.m
+    F, w = run.F, Sv.size()
+    fd = fp.fmt(m.ins.d)
+    if j == len(run.blocks) - 1:
+        u = fp.decode(fd, BV(run.K, fd.storage, False, G))
+        view = _T(u.sign.v, u.exp.v, u.sig.v, fd.t, u.zero.v, u.inf.v, u.nan.v)
+        fo = fd
+    else:
+        nxt = run.blocks[j + 1]
+        fo = fp.fmt(mma.rho_of(m.theory.param_dict["rho"])[2].name)
+        Dn = z3.BitVec("D_", blk["block_out"].w)
+        acc_t = [t for t in nxt["fs"].terms
+                 if "D_" in free_vars(_sub(t.sig.v, [(blk["block_out"].v, Dn)]),
+                                      _sub(t.zero.v, [(blk["block_out"].v, Dn)]))]
+        if len(acc_t) != 1:
+            raise NotDecomposable(f"{tag}: the next block has {len(acc_t)} accumulator terms")
+        view = _subT(_subT(_fields(acc_t[0]), [(blk["block_out"].v, Dn)]), [(Dn, G)])
+    U, Bsum = g.U, g.Bsum
+    spD = (Spec(0, 0, U, 0) if Bsum == 0 else
+           Spec(max(U, fo.emin), min(fo.emax, U + Bsum.bit_length() - 1), U, Bsum))
+    noflag = [z3.Not(x) for x in flags]
+    run.res.append(Lemma(f"{tag}.out.zero", "S = 0 gives a finite zero",
                          noflag + [Sv == 0, z3.Not(z3.And(view.zero, _facts(view, spD)))]))
-        if Bsum:
-            WO = _width(view, spD) + w + F + 8
-            for Vc in range(Vlo, Vmax + 1):
-                sh = F + U - Vc
-                G_v = _sub(G, [(V, z3.BitVecVal(Vc, V.size()))])
-                vw = _subT(view, [(V, z3.BitVecVal(Vc, V.size()))])
-                Sw = z3.SignExt(WO - w, Sv)
-                mag = z3.If(Sv < 0, -Sw, Sw)
-                hyp = noflag + [Sv != 0, z3.ULE(mag, Bsum << sh)]
-                if sh > 0:
-                    hyp.append(z3.Extract(sh - 1, 0, Sv) == 0)
-                Nd, _ = _units(vw, spD, WO)
-                claim = z3.And(_facts(vw, spD), z3.Not(vw.zero), vw.sign == (Sv < 0),
-                               Nd == z3.LShR(mag, sh))
-                res.append(Lemma(f"{tag}.out.v{Vc}", f"a nonzero S on the grid 2^(F + U - "
+    if Bsum:
+        WO = _width(view, spD) + w + F + 8
+        for Vc in range(g.Vlo, g.Vmax + 1):
+            sh = F + U - Vc
+            vw = _subT(view, [(V, z3.BitVecVal(Vc, V.size()))])
+            Sw = z3.SignExt(WO - w, Sv)
+            mag = z3.If(Sv < 0, -Sw, Sw)
+            hyp = noflag + [Sv != 0, z3.ULE(mag, Bsum << sh)]
+            if sh > 0:
+                hyp.append(z3.Extract(sh - 1, 0, Sv) == 0)
+            Nd, _ = _units(vw, spD, WO)
+            claim = z3.And(_facts(vw, spD), z3.Not(vw.zero), vw.sign == (Sv < 0),
+                           Nd == z3.LShR(mag, sh))
+            run.res.append(Lemma(f"{tag}.out.v{Vc}", f"a nonzero S on the grid 2^(F + U - "
                                  f"{Vc}) converts exactly at e_max = {Vc}",
                                  hyp + [z3.Not(claim)]))
-        acc_spec = spD
-        prev_out = blk["block_out"]
-    return res
+    run.acc_spec = spD
 
 
 # ============================================================================================
@@ -547,10 +629,10 @@ def _admissible(cons: Constraint, name: str, k: int, f: str) -> list[int]:
     if sp.B <= 0:
         return out
     unit = Fraction(2) ** sp.U
-    code = _codes_below(F, sp.B * unit, False) - 1        # the largest value <= B 2^U ...
+    code = codes_below(F, sp.B * unit, False) - 1        # the largest value <= B 2^U ...
     v = Fraction(0)
     for c in range(code, max(code - 64, 0), -1):          # ... that is a multiple of 2^U
-        x = _mag_value(F, c)
+        x = mag_value(F, c)
         if x % unit == 0:
             v = x
             break
