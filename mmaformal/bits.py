@@ -196,11 +196,18 @@ def clz(x: BV) -> BV:
     """Count of leading zeros of an unsigned vector, as an unsigned vector; clz(0) = w.
 
     Binary search: for s = 2^j, ..., 2, 1 (2^j <= w), if the top s bits of what is left are
-    zero, count them and shift them out."""
+    zero, count them and shift them out. A back-end may count natively instead (`clz_native`:
+    the specialised CUDA traces of mmaformal.compile, where the GPU counts in one instruction);
+    the value is the same."""
     if x.s:
         raise ValueError("clz takes an unsigned vector")
     w = x.w
     rw = bitlen(w)
+    native = getattr(x.k, "clz_native", None)         # a back-end's own count (same value)
+    if native is not None:
+        r = native(x, rw)
+        if r is not None:
+            return r
     y = x
     n = x.k.const(0, rw, False)
     s = 1 << (w.bit_length() - 1)

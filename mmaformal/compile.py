@@ -13,6 +13,10 @@ Invariants:
   w <= 126 in __int128; wider values are refused (`Unsupported`; callers fall back to numpy).
 - Every plain operation checks for overflow exactly as the numpy back-end does; a lane that
   overflows makes `run` raise OverflowError (with the op's position in the trace).
+- A trace under facts (`TraceBackend(facts)`, `Fact`: assumptions about inputs' bits, used by
+  mmaformal.cuda's specialised GEMM step) folds what its intervals decide: comparisons, the
+  selections and connectives they feed, x + 0, masks that keep every value. It is exact only on
+  inputs that satisfy the facts; without facts nothing is folded and the trace is unchanged.
 - Kernels are cached by the hash of their source and optimisation level, in $MMAFORMAL_CACHE or
   ~/.cache/mmaformal. The level is -O3 (-O1 for kernels of 4,000 lines or more), or
   $MMAFORMAL_CC_OPT (-O0 -O1 -O2 -O3 -Os) for every kernel: the test suite takes -O1, which
@@ -37,6 +41,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -45,7 +50,29 @@ import numpy as np
 from . import _cache
 from .bits import BV, INT, Backend, Bool, int_range
 
-__all__ = ["TraceBackend", "Kernel", "compile_kernel", "Unsupported", "available"]
+__all__ = ["TraceBackend", "Kernel", "compile_kernel", "Unsupported", "available", "Fact"]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What a specialised trace assumes of one input: its bits hb..0 (as an unsigned number)
+    lie in [lo, hi]. For a floating-point operand, hb is the top magnitude bit and [0, largest
+    finite magnitude] says "finite" (`cuda_source.finite_fact`). A kernel traced under facts is exact only
+    on inputs that satisfy them: its caller checks them at run time (`Fact.c_check`) and runs
+    the general trace where they fail."""
+    hb: int
+    lo: int
+    hi: int
+
+    def holds(self, x: int) -> bool:
+        v = x & ((1 << (self.hb + 1)) - 1)
+        return self.lo <= v <= self.hi
+
+    def c_check(self, e: str) -> str:
+        """The fact as a C expression over the unsigned storage value `e`."""
+        m = (1 << (self.hb + 1)) - 1
+        lo = f"{self.lo}u <= " if self.lo else ""
+        return f"({lo}(((unsigned long long)({e})) & {m}ull) <= {self.hi}ull)"
 
 
 class Unsupported(Exception):
@@ -128,8 +155,16 @@ class TraceBackend(Backend):
 
     name = "trace"
 
-    def __init__(self):
+    def __init__(self, facts: "dict[int, Fact] | None" = None):
         super().__init__()
+        #: input index -> Fact assumed of that input (a specialised trace, see `Fact`); with
+        #: facts, comparisons that the intervals decide fold to constants, and so do the
+        #: selections and connectives they feed
+        self.facts: dict[int, Fact] = dict(facts or {})
+        self.fold = bool(self.facts)
+        self.fbits: dict[str, tuple[int, int, int]] = {}   # name -> (hb, lo, hi): bits hb..0 in [lo, hi]
+        self.clz_src: dict[str, str] = {}             # name of a native clz -> the value it counts
+        self.cmp_src: dict[str, tuple[str, int]] = {}  # truth value -> (v, k) when it is v < k
         self.lines: list[str] = []
         self.n = 0
         self.inputs: list[tuple[int, int, bool]] = []   # (storage bits, width, signed)
@@ -169,6 +204,19 @@ class TraceBackend(Backend):
         lo, hi = int_range(w, s)
         self.ivs[name] = (lo, hi) if iv is None else (max(lo, iv[0]), min(hi, iv[1]))
         return BV(self, w, s, name)
+
+    def clz_native(self, x: BV, rw: int) -> "BV | None":
+        """bits.clz as one statement, CLZ64 (the GPU's count-leading-zeros instruction; the
+        targets that read such traces define the macro): only in traces under facts, which
+        only mmaformal.cuda emits, and for values held in 64 bits. None: the binary search."""
+        if not self.fold or x.w > 62 or x.s:
+            return None
+        lo, hi = self._iv(x)
+        if lo < 0:
+            return None
+        r = self._new(rw, False, f"(CLZ64({x.v}) - {64 - x.w})", (0, x.w), n32=True)
+        self.clz_src[r.v] = x.v
+        return r
 
     def _newb(self, expr: str) -> Bool:
         name = f"b{self.n}"
@@ -215,10 +263,18 @@ class TraceBackend(Backend):
         self.lines.append(f"LOAD({_ctype(w)}, {name}, in{idx}, {idx});")
         lo, hi = int_range(w, s)
         self.ivs[name] = (max(lo, 0), min(hi, (1 << storage) - 1))
+        f = self.facts.get(idx)
+        if f is not None:
+            self.fbits[name] = (f.hb, f.lo, f.hi)
         return BV(self, w, s, name)
 
     # -- arithmetic ------------------------------------------------------------------------
     def _arith(self, op: str, x: BV, y: BV) -> BV:
+        if self.fold:                               # x + 0, 0 + x, x - 0
+            if self.cvals.get(y.v) == 0 and op in "+-":
+                return x
+            if self.cvals.get(x.v) == 0 and op == "+":
+                return y
         ct = _ctype(x.w)
         (a, b), (c, d) = self._iv(x), self._iv(y)
         if op == "+":
@@ -310,6 +366,9 @@ class TraceBackend(Backend):
         xl, xh = self._iv(x)
         if isinstance(n, BV):
             am, amax = self._amount(n, x.w + 1)
+            if self.clz_src.get(n.v) == x.v:        # x << clz(x) keeps x's width: no check
+                return self._new(x.w, x.s, f"({x.v} << {am})", (xl, (1 << x.w) - 1),
+                                 n32=x.w <= 31)
             if not (lo <= xl << amax and xh << amax <= hi):
                 self.checks += 1
                 lw = 62 if x.w <= 62 else 126
@@ -354,22 +413,58 @@ class TraceBackend(Backend):
 
     @_folding
     def cmp(self, op, x, y):
+        if self.fold:
+            (a, b), (c2, d) = self._iv(x), self._iv(y)
+            t = {"eq": (False if b < c2 or d < a else None),
+                 "ne": (True if b < c2 or d < a else None),
+                 "lt": (True if b < c2 else False if a >= d else None),
+                 "le": (True if b <= c2 else False if a > d else None)}[op]
+            if t is not None:
+                return self.bconst(t)
         c = {"eq": "==", "ne": "!=", "lt": "<", "le": "<="}[op]
-        return self._newb(f"CMP({x.v} {c} {y.v})")
+        r = self._newb(f"CMP({x.v} {c} {y.v})")
+        if self.fold and op in ("lt", "le") and y.v in self.cvals:
+            self.cmp_src[r.v] = (x.v, self.cvals[y.v] - (op == "le"))     # x < k
+        return r
+
+    def _bool_const(self, a) -> "bool | None":
+        return {"(-1)": True, "(0)": False}.get(a.v) if self.fold else None
 
     @_folding
     def ite(self, c, x, y):
+        t = self._bool_const(c)
+        if t is not None:
+            return x if t else y
         (a, b), (c2, d) = self._iv(x), self._iv(y)
+        src = self.cmp_src.get(c.v)
+        if src is not None:                         # c is v < k: each branch knows which side
+            v, k = src
+            if x.v == v:
+                b = min(b, k - 1)
+            if y.v == v:
+                c2 = max(c2, k)
         return self._new(x.w, x.s, f"SEL({c.v}, {x.v}, {y.v})", (min(a, c2), max(b, d)), n32=True)
 
     @_folding
     def bite(self, c, x, y):
+        t = self._bool_const(c)
+        if t is not None:
+            return x if t else y
         return self._newb(f"SEL({c.v}, {x.v}, {y.v})")
 
+    def _connective(self, op: str, a, b, absorbing: bool):
+        """a op b, or what a constant operand makes of it (x & true = x, x & false = false;
+        x | false = x, x | true = true)."""
+        for p, q in ((a, b), (b, a)):
+            t = self._bool_const(p)
+            if t is not None:
+                return p if t == absorbing else q
+        return self._newb(f"({a.v} {op} {b.v})")
+
     @_folding
-    def band_(self, a, b): return self._newb(f"({a.v} & {b.v})")
+    def band_(self, a, b): return self._connective("&", a, b, False)
     @_folding
-    def bor_(self, a, b): return self._newb(f"({a.v} | {b.v})")
+    def bor_(self, a, b): return self._connective("|", a, b, True)
     @_folding
     def bxor_(self, a, b): return self._newb(f"({a.v} ^ {b.v})")
     @_folding
@@ -404,15 +499,27 @@ class TraceBackend(Backend):
         w = hi - lo + 1
         ww = max(w, x.w)
         xl, xh = self._iv(x)
-        # in uint32: the low 32 bits of x's two's complement hold bits lo..hi, or x >= 0
-        # fits 31 bits (all higher bits are 0 in either width)
-        m = w <= 31 and _fits32((xl, xh)) and (lo + w <= 32 or (xl >= 0 and lo <= 31))
-        one = "ONE32" if m else "((uint64_t)1)" if ww <= 62 else "((U128)1)"
-        e = f"({_u(ww, x.v, m)} >> {lo}) & (({one} << {w}) - 1)"
-        e = _s(ww, e, m)
-        if (w <= 62) != (ww <= 62):
-            e = f"(({_ctype(w)})({e}))"
-        return self._new(w, False, e, (0, (1 << w) - 1), n32=m)
+        iv, fb = (0, (1 << w) - 1), self.fbits.get(x.v)
+        if fb is not None and lo <= fb[0] and hi == fb[0]:
+            # bits hb..0 of x lie in [flo, fhi], so bits hb..lo lie in [flo >> lo, fhi >> lo]
+            iv = (fb[1] >> lo, fb[2] >> lo)
+        if self.fold and lo == 0 and 0 <= xl and xh < (1 << w) and (w <= 62) == (x.w <= 62):
+            e = x.v                                 # the low bits are the value: a copy
+            iv = (max(iv[0], xl), min(iv[1], xh))
+            m = True
+        else:
+            # in uint32: the low 32 bits of x's two's complement hold bits lo..hi, or x >= 0
+            # fits 31 bits (all higher bits are 0 in either width)
+            m = w <= 31 and _fits32((xl, xh)) and (lo + w <= 32 or (xl >= 0 and lo <= 31))
+            one = "ONE32" if m else "((uint64_t)1)" if ww <= 62 else "((U128)1)"
+            e = f"({_u(ww, x.v, m)} >> {lo}) & (({one} << {w}) - 1)"
+            e = _s(ww, e, m)
+            if (w <= 62) != (ww <= 62):
+                e = f"(({_ctype(w)})({e}))"
+        r = self._new(w, False, e, iv, n32=m)
+        if fb is not None and lo <= fb[0] <= hi:
+            self.fbits[r.v] = (fb[0] - lo, fb[1] >> lo, fb[2] >> lo)
+        return r
 
     @_folding
     def concat(self, x, y):

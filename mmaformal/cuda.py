@@ -21,6 +21,12 @@ Invariants:
   (`TraceBackend.n32`); every other statement casts its operands to its evaluation width.
 - Every range check of the trace is kept: a lane that fails one sets a flag and the call
   raises OverflowError, as the C path does.
+- The GEMM also carries a step traced under facts (every A and B element finite:
+  `cuda_source.operand_facts`), where its decoded tiles fit the shared memory beside the
+  general ones. Each block checks the facts on the raw tiles of each K-step and runs that
+  step only where they hold (`__syncthreads_and`: one branch per block), the general step
+  elsewhere. Both come from the one trace of the definition; `dot_module(facts=False)` leaves
+  the specialised step out.
 - Modules are cached in-process by the hash of their source and on disk by CuPy (keyed by the
   source); a caller's `disk_key` finds the source of an earlier process without tracing.
 - Inputs on the host are processed in chunks that fit the GPU's free memory (and
@@ -38,8 +44,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _cache
-from .cuda_source import (device_source, ew_kernel, gemm_split_kernel, split_smem,
-                          split_step_source, step_kernels, trace_source)
+from .cuda_source import (device_source, ew_kernel, gemm_split_kernel, operand_facts,
+                          split_smem, split_step_source, step_kernels, trace_source)
 
 __all__ = ["available", "resolve_device", "device_source", "DotModule", "dot_module",
            "DEVICES", "Unavailable"]
@@ -193,10 +199,23 @@ def _flag_check(flag, what: str) -> None:
 
 #: GEMM tiling: BM x BN outputs per block, TM x TN per thread, KS instruction steps per stage
 #: (KS is used by the whole-step kernel; the split kernel walks one step per stage).
-#: Source: bench/bench_gpu.py on an H100, 2026-11-24 22:14 UTC (docs/gpu.md): 32x64 blocks with 2x4
-#: outputs per thread, split kernel: 1.73 s for 8192^3 (16x64 1x4: 1.80 s; 32x32 2x2: 1.89 s;
-#: 16x16 1x4: 2.01 s; the whole-step kernel 16x64 1x4: 2.79 s); ALU-pipe bound (ncu).
-GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "32,64,2,4,1").split(","))
+#: Source: bench/bench_gpu.py on an H200, 2026-11-28 (docs/gpu.md), sm90 f16 -> f32 8192^3, the
+#: specialised step: 32x64 blocks with 4x2 outputs per thread 0.943 s, 2x4 0.984 s (the first
+#: version of the step: 1.029 s and 1.074 s); on an H100, 2026-11-24, the general step: 2x4
+#: 1.73 s, 16x64 1x4 1.80 s, 32x32 2x2 1.89 s, the whole-step kernel 2.79 s. ALU-pipe bound (ncu).
+GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "32,64,4,2,1").split(","))
+#: The tiling of steps of more than BIG_STEP traced statements (the sm90 fp8 HMMA chain: 10,516),
+#: whose registers spill at 2x4 outputs per thread; $MMAFORMAL_GEMM_TILE, when set, wins.
+#: Source: bench/bench_gpu.py --gemm-instr e4m3@4096 on an H200, 2026-11-28 (docs/gpu.md):
+#: 16x16 1x1 0.232 s, 16x32 1x2 0.246 s, 16x64 1x4 0.255 s, 32x64 2x4 1.215 s.
+BIG_STEP, BIG_STEP_TILE = 5000, (16, 16, 1, 1, 1)
+
+
+def default_tile(step: str) -> tuple:
+    """The GEMM tiling used for a step's CUDA source when the caller names none."""
+    if "MMAFORMAL_GEMM_TILE" not in os.environ and step.count(";") > BIG_STEP:
+        return BIG_STEP_TILE
+    return GEMM_TILE
 #: shared-memory bytes per stage of the split GEMM (decoded tile elements and raw tiles; static
 #: shared memory is limited to 48 KiB), above which the whole-step kernel is used (0: never split)
 SPLIT_SMEM = int(os.environ.get("MMAFORMAL_GEMM_SPLIT_SMEM", str(46 * 1024)))
@@ -207,9 +226,10 @@ class DotModule:
     Two modules, each built on first use: sim + lanes, and the GEMM kernel of one tiling."""
 
     def __init__(self, src: str, k: int, nb: int, m: int, n: int, st, name: str, tile=None,
-                 split=None):
+                 split=None, fast=None):
         self.k, self.nb, self.m, self.n, self.st, self.name = k, nb, m, n, tuple(st), name
         self._split = split                     # () -> split_step_source(..), or None
+        self._fast = fast                       # () -> (split_step_source(.., facts), facts) or None
         self.tile = tuple(tile or GEMM_TILE)
         BM, BN, TM, TN, KS = self.tile
         if BM % TM or BN % TN or min(self.tile) < 1 or (BM // TM) * (BN // TN) > 1024:
@@ -225,9 +245,22 @@ class DotModule:
         geo = (self.k, self.nb, self.m, self.n, self.st)
         if which == "gemm" and self._split is not None and SPLIT_SMEM > 0:
             src, ia, ib, per = self._split()
-            if split_smem(ia, ib, self.tile, self.k, self.st, self.nb) <= SPLIT_SMEM:
-                return src + gemm_split_kernel(self.k, self.nb, self.st, self.tile, ia, ib, per)
+            smem = split_smem(ia, ib, self.tile, self.k, self.st, self.nb)
+            if smem <= SPLIT_SMEM:
+                fast = None
+                if self._fast is not None:
+                    (fsrc, fia, fib, fper), facts = self._fast()
+                    if smem + split_smem(fia, fib, self.tile) <= SPLIT_SMEM:
+                        fast = (fia, fib, fper, facts[0], facts[self.k])
+                        src += fsrc
+                return src + gemm_split_kernel(self.k, self.nb, self.st, self.tile, ia, ib, per, fast)
         return self.step + step_kernels(*geo, None if which == "sim" else self.tile)
+
+    @property
+    def specialised(self) -> bool:
+        """Whether the GEMM kernel runs a step specialised under facts (finite A and B tiles),
+        with the general step as its fallback."""
+        return "rest_f(" in self.source("gemm")
 
     def mod(self, which: str):
         m = self._mods.get(which)
@@ -282,24 +315,32 @@ class DotModule:
         return out
 
     # -- lanes (dot_lanes) -----------------------------------------------------------------------
-    def lanes_host(self, a, b, c, sa=None, sb=None) -> np.ndarray:
+    def lanes_device(self, a, b, c, sa=None, sb=None, out=None):
+        """K-long lanes on device arrays: a, b (n, K), c (n,) [, sa, sb (n, K/sb)] contiguous
+        CuPy arrays -> D (n,) on the device (`lanes` kernel, accumulator carried)."""
         cp = self._cp()
         n, K = a.shape
+        D = out if out is not None else cp.empty(n, dtype=_NPT[self.st[3]])
+        flag = cp.zeros(1, dtype=cp.int32)
+        g = [x if x is not None else self._dummy() for x in (a, b, c, sa, sb)]
+        self._launch(self.mod("sim").get_function("lanes"), n, (np.int64(n), np.int32(K), *g, D, flag))
+        _flag_check(flag, self.name)
+        return D
+
+    def lanes_host(self, a, b, c, sa=None, sb=None) -> np.ndarray:
+        """The same on host arrays, in chunks of lanes that fit the GPU's memory."""
+        cp = self._cp()
+        n = a.shape[0]
         out = np.empty(n, dtype=_NPT[self.st[3]])
         per = a[:1].nbytes + b[:1].nbytes + c[:1].nbytes + out[:1].nbytes
         if sa is not None:
             per += sa[:1].nbytes + sb[:1].nbytes
         step = max(1, _mem_budget(cp) // max(per, 1))
-        fn = self.mod("sim").get_function("lanes")
         for l0 in range(0, n, step):
             l1 = min(n, l0 + step)
-            g = [cp.asarray(np.ascontiguousarray(x[l0:l1])) if x is not None else self._dummy()
+            g = [cp.asarray(np.ascontiguousarray(x[l0:l1])) if x is not None else None
                  for x in (a, b, c, sa, sb)]
-            D = cp.empty(l1 - l0, dtype=_NPT[self.st[3]])
-            flag = cp.zeros(1, dtype=cp.int32)
-            self._launch(fn, l1 - l0, (np.int64(l1 - l0), np.int32(K), *g, D, flag))
-            _flag_check(flag, self.name)
-            out[l0:l1] = D.get()
+            out[l0:l1] = self.lanes_device(*g).get()
         return out
 
     # -- GEMM -------------------------------------------------------------------------------------
@@ -370,23 +411,35 @@ def _geometry(ins):
     return ins.k, nb, ins.m, ins.n, st
 
 
-def module_source(th, ins, tile=None, which: str = "gemm") -> str:
+def module_source(th, ins, tile=None, which: str = "gemm", facts: bool = True) -> str:
     """The CUDA source of one of the step's modules ('sim': sim + lanes; 'gemm': the GEMM
-    kernel of a tiling, default GEMM_TILE, split where DotModule splits it)."""
-    mod = DotModule(step_source(th, ins), *_geometry(ins), ins.name, tile,
-                    split=lambda: split_step_source(th, ins))
+    kernel of a tiling, default `default_tile`, split where DotModule splits it)."""
+    src = step_source(th, ins)
+    mod = DotModule(src, *_geometry(ins), ins.name, tile or default_tile(src),
+                    split=lambda: split_step_source(th, ins), fast=_fast(th, ins, facts))
     return mod.source(which)
 
 
-def dot_module(th, ins, tile=None, split: bool = True) -> DotModule:
+def _fast(th, ins, facts: bool):
+    """The specialised trace's maker for DotModule (None where not asked or no facts apply)."""
+    f = operand_facts(ins) if facts else {}
+    if not f:
+        return None
+    return lambda: (split_step_source(th, ins, f, head=False), f)
+
+
+def dot_module(th, ins, tile=None, split: bool = True, facts: bool = True) -> DotModule:
     """The GPU module of one step of instruction `ins` under theory `th` (cached); split=False
-    keeps the whole step per output in the GEMM (see DotModule.source)."""
-    key = (th.hash(), ins.name, tuple(tile or GEMM_TILE), split)
+    keeps the whole step per output in the GEMM (see DotModule.source); facts=False leaves
+    out the step specialised for finite tiles (the general step everywhere)."""
+    key = (th.hash(), ins.name, tuple(tile) if tile else None, split, facts)
     with _DLOCK:
         mod = _DOTS.get(key)
         if mod is None:
-            mod = _DOTS[key] = DotModule(step_source(th, ins), *_geometry(ins), ins.name, tile,
-                                         split=(lambda: split_step_source(th, ins)) if split else None)
+            src = step_source(th, ins)
+            mod = _DOTS[key] = DotModule(src, *_geometry(ins), ins.name, tile or default_tile(src),
+                                         split=(lambda: split_step_source(th, ins)) if split else None,
+                                         fast=_fast(th, ins, facts) if split else None)
         return mod
 
 

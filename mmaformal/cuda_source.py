@@ -260,6 +260,11 @@ typedef unsigned long long U64T;
 #define BC(e) (e)
 #define INT64_C(c) c##LL
 #define UINT64_C(c) c##ULL
+#ifdef __CUDA_ARCH__
+#define CLZ64(e) (__clzll((long long)(e)))
+#else
+#define CLZ64(e) ((e) ? __builtin_clzll((unsigned long long)(e)) : 64)
+#endif
 """
 
 _HEAD128 = r"""
@@ -465,9 +470,10 @@ def split_smem(ia, ib, tile, k: int = 0, st=(8, 8), nb: int = 0) -> int:
     return BM * sum(_TSIZE[t] for t, _ in ia) + BN * sum(_TSIZE[t] for t, _ in ib) + raw
 
 
-def _split_decoders(k: int, nb: int, tile, ia, ib, per) -> tuple[str, str, dict[str, str]]:
+def _split_decoders(k: int, nb: int, tile, ia, ib, per, sfx: str = "") -> tuple[str, str, dict[str, str]]:
     """(shared declarations of the decoded values, the statements that decode a stage's
-    operand tiles into them, {interface name: the shared element `rest` reads})."""
+    operand tiles into them, {interface name: the shared element `rest` reads}); sfx names
+    the functions and arrays of a specialised trace (`_f`)."""
     BM, BN, TM, TN, _ = tile
     NT = (BM // TM) * (BN // TN)
     sh, dec, args = "", "", {}
@@ -475,28 +481,34 @@ def _split_decoders(k: int, nb: int, tile, ia, ib, per) -> tuple[str, str, dict[
                                    ("B", "Bs", "SBs", BN, ib, f"tx + c * {BN // TN}")):
         if per[g] is not None:        # one element per thread: decA1 on As[t][r]
             otypes, where = per[g]
-            sh += "".join(f"    __shared__ {t} I{g}_{j}[{k}][{W}];\n" for j, t in enumerate(otypes))
+            sh += "".join(f"    __shared__ {t} I{g}{sfx}_{j}[{k}][{W}];\n" for j, t in enumerate(otypes))
             dec += (f"        for (int e = threadIdx.x; e < {k * W}; e += {NT}) {{ int t = e / {W}, q = e % {W}; "
-                    f"dec{g}1({X}[t][q], " + "".join(f"I{g}_{j}[t][q], " for j in range(len(otypes)))
+                    f"dec{g}1{sfx}({X}[t][q], " + "".join(f"I{g}{sfx}_{j}[t][q], " for j in range(len(otypes)))
                     + "bad); }\n")
             for _, n in iface:
                 e, j = where[n]
-                args[n] = f"I{g}_{j}[{e}][{idx}]"
+                args[n] = f"I{g}{sfx}_{j}[{e}][{idx}]"
         else:                         # one row (column) per thread: decA on As[.][r]
-            sh += "".join(f"    __shared__ {t} I{g}_{n}[{W}];\n" for t, n in iface)
-            dec += (f"        for (int q = threadIdx.x; q < {W}; q += {NT}) {{ dec{g}("
+            sh += "".join(f"    __shared__ {t} I{g}{sfx}_{n}[{W}];\n" for t, n in iface)
+            dec += (f"        for (int q = threadIdx.x; q < {W}; q += {NT}) {{ dec{g}{sfx}("
                     + "".join(f"{X}[{t}][q], " for t in range(k)) + "".join(f"{S}[{u}][q], " for u in range(nb))
-                    + "".join(f"I{g}_{n}[q], " for _, n in iface) + "bad); }\n")
+                    + "".join(f"I{g}{sfx}_{n}[q], " for _, n in iface) + "bad); }\n")
             for _, n in iface:
-                args[n] = f"I{g}_{n}[{idx}]"
+                args[n] = f"I{g}{sfx}_{n}[{idx}]"
     return sh, dec, args
 
 
-def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None) -> str:
+def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None, fast=None) -> str:
     """The GEMM kernel over split_source's functions: per K-step the block decodes its BM rows
     (decA) and BN columns (decB) once into shared memory, then every thread runs `rest` for
     its TM x TN outputs on those values (a tile element is decoded once per block, not once
-    per output)."""
+    per output).
+
+    fast = (ia, ib, per, fact_a, fact_b): the functions `decA_f`.. `rest_f` of a trace
+    specialised under facts of every A and B element (split_step_source(.., facts)). Each
+    K-step the block checks the facts on the raw tiles it loaded (`__syncthreads_and`, so the
+    branch is uniform) and runs the specialised step where they hold, the general one
+    elsewhere: the same bits, since each is exact on the inputs it runs on."""
     types = tuple(_UT[s] for s in st)
     TA, TB, TC, TD = types
     BM, BN, TM, TN, _ = tile
@@ -504,16 +516,38 @@ def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None) -> str:
     nbs = max(nb, 1)
     sh, dec, args = _split_decoders(k, nb, tile, ia, ib, per or {"A": None, "B": None})
     rest = "rest(" + "".join(f"{args[n]}, " for _, n in ia + ib) + f"({TC})acc[r][c], bad)"
-    loop = f"""    for (int kk0 = s0 * {k}; kk0 < s1 * {k}; kk0 += {k}) {{
+    chk_a = chk_b = ""
+    if fast is not None:
+        fia, fib, fper, fa, fb = fast
+        fsh, fdec, fargs = _split_decoders(k, nb, tile, fia, fib, fper or {"A": None, "B": None}, "_f")
+        sh += fsh
+        frest = "rest_f(" + "".join(f"{fargs[n]}, " for _, n in fia + fib) + f"({TC})acc[r][c], bad)"
+        chk_a = f" ok &= {fa.c_check(f'As[t][r]')};"
+        chk_b = f" ok &= {fb.c_check(f'Bs[t][c]')};"
+        dec = (f"        if (fast) {{\n{fdec}        }} else {{\n{dec}        }}\n")
+    sync = "const int fast = __syncthreads_and(ok);" if fast is not None else "__syncthreads();"
+    okd = "\n        int ok = 1;" if fast is not None else ""
+
+    def outs(call: str) -> str:
+        return f"""        #pragma unroll
+        for (int r = 0; r < {TM}; r++) {{
+            #pragma unroll
+            for (int c = 0; c < {TN}; c++) {{
+                acc[r][c] = {call};
+            }}
+        }}
+"""
+    run = outs(rest) if fast is None else f"        if (fast) {{\n{outs(frest)}        }} else {{\n{outs(rest)}        }}\n"
+    loop = f"""    for (int kk0 = s0 * {k}; kk0 < s1 * {k}; kk0 += {k}) {{{okd}
         for (int e = threadIdx.x; e < {BM * k}; e += {NT}) {{
             int r = e / {k}, t = e % {k};
             int i = m0 + r;
-            As[t][r] = i < M ? A[(long long)i * K + kk0 + t] : ({TA})0;
+            As[t][r] = i < M ? A[(long long)i * K + kk0 + t] : ({TA})0;{chk_a}
         }}
         for (int e = threadIdx.x; e < {BN * k}; e += {NT}) {{
             int t = e / {BN}, c = e % {BN};
             int j = n0 + c;
-            Bs[t][c] = j < N ? B[(long long)(kk0 + t) * N + j] : ({TB})0;
+            Bs[t][c] = j < N ? B[(long long)(kk0 + t) * N + j] : ({TB})0;{chk_b}
         }}
         if ({nb} > 0) {{
             int q0 = kk0 / {k} * {nb};
@@ -528,16 +562,9 @@ def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None) -> str:
                 SBs[q][c] = (j < N && q < {nb}) ? SB[(long long)(q0 + q) * N + j] : 0;
             }}
         }}
-        __syncthreads();
+        {sync}
 {dec}        __syncthreads();
-        #pragma unroll
-        for (int r = 0; r < {TM}; r++) {{
-            #pragma unroll
-            for (int c = 0; c < {TN}; c++) {{
-                acc[r][c] = {rest};
-            }}
-        }}
-        __syncthreads();
+{run}        __syncthreads();
     }}
 """
     return _gemm_open(types, tile, k, nb, k, nbs, sh) + loop + _gemm_close(tile)
@@ -572,16 +599,48 @@ def trace_source(fn: Callable, in_storage: Sequence[int], out_storage: Sequence[
 
 
 
-def split_step_source(th, ins) -> tuple[str, list, list, dict]:
+def finite_fact(fmt_) :
+    """The Fact "finite" (not Inf, not NaN) of a floating-point storage format, or None where
+    every code is finite or the format has no magnitude field (integers, scales)."""
+    from .compile import Fact
+    from .fp import fmt as _fmt
+    f = _fmt(fmt_)
+    if f.is_int or not f.signed:
+        return None
+    if f.nan == "ieee":
+        top = ((1 << f.w) - 2) << f.t | ((1 << f.t) - 1)        # largest finite magnitude
+    elif f.nan == "ones":
+        top = (1 << (f.w + f.t)) - 2
+    else:
+        return None
+    return Fact(f.pad + f.k - 2, 0, (top << f.pad) | ((1 << f.pad) - 1))
+
+
+
+def operand_facts(ins) -> dict:
+    """{input index: Fact} of the specialised GEMM step: every A and B element finite (the
+    inputs of split_step_source: k A elements, k B elements, c, scales). Empty where the
+    operand formats have no such fact (integers)."""
+    fa, fb = finite_fact(ins.a), finite_fact(ins.b)
+    if fa is None or fb is None:
+        return {}
+    k = ins.k
+    return {**{i: fa for i in range(k)}, **{k + i: fb for i in range(k)}}
+
+
+def split_step_source(th, ins, facts: dict | None = None, head: bool = True) -> tuple[str, list, list, dict]:
     """step_source's trace split for a GEMM (split_source): decA over one row's k operands
-    (and its scales), decB over one column's, rest over their values and c."""
+    (and its scales), decB over one column's, rest over their values and c. facts: {input
+    index: Fact} assumed by a specialised trace (its functions are named with a suffix
+    `_f`, so that both traces live in one module; head=False leaves out the macros, which
+    the general trace's source already holds)."""
     from . import fp
     from .bits import BV
     from .compile import TraceBackend
     st = [fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d)]
     k = ins.k
     nb = ins.k // ins.scale_block if ins.scale else 0
-    K = TraceBackend()
+    K = TraceBackend(facts)
     x = [K.input(s) for s in [st[0]] * k + [st[1]] * k + [st[2]] + [8] * (2 * nb)]
     sa = x[2 * k + 1:2 * k + 1 + nb] if nb else None
     sb = x[2 * k + 1 + nb:] if nb else None
@@ -590,4 +649,11 @@ def split_step_source(th, ins) -> tuple[str, list, list, dict]:
     a_in = list(range(k)) + list(range(2 * k + 1, 2 * k + 1 + nb))
     b_in = list(range(k, 2 * k)) + list(range(2 * k + 1 + nb, 2 * k + 1 + 2 * nb))
     src, ia, ib, per = split_source(K, outs, [st[3]], a_in, b_in, elems=k)
+    if facts:
+        src = _FNS.sub(r"\1_f(", src)
+    if not head:
+        return src, ia, ib, per
     return _HEAD + (_HEAD128 if "W128" in src else "") + src, ia, ib, per
+
+
+_FNS = re.compile(r"\b(decA1|decB1|decA|decB|rest)\(")

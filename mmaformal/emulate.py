@@ -53,8 +53,8 @@ arrays: pad_k, split_k and its reduction too) and D comes back on that device as
 the D storage dtype: a torch tensor (torch.uintN) when A is one, else a CuPy array. ``device``
 defaults to "auto" for them; "cpu", or a theory without a CUDA form, runs the CPU back-ends on
 host copies and returns D to the device. Torch CPU tensors run on host copies and give a torch
-CPU tensor. ``dot_lanes`` takes the same kinds and returns the same kind; its device lanes go
-through host copies (mmaformal.cuda has no device-resident lanes runner yet).
+CPU tensor. ``dot_lanes`` takes the same kinds and returns the same kind; device lanes are
+validated and run on their device the same way (``cuda.DotModule.lanes_device``).
 
 Also ``dot_lanes(instr, a, b, c)``: n independent K-long dot products (a, b of shape (n, K)),
 chained in k-steps in the same order; the accuracy front end uses it.
@@ -480,6 +480,38 @@ def _gemm_numpy(ins, th, A, B, C, SA, SB, s0, s1, threads=None) -> np.ndarray:
 # Independent lanes (for accuracy studies)
 
 
+def _lanes_operands(ins: Instruction, ops: dict, bits=as_bits, xp=np):
+    """dot_lanes' validated operands (a, b, c, scale_a, scale_b: contiguous raw bits). bits, xp:
+    `as_bits` and numpy, or a device Placement's reader and CuPy."""
+    name = ins.name
+    a = bits(ops["a"], ins.a, "a", name)
+    b = bits(ops["b"], ins.b, "b", name)
+    c = bits(ops["c"], ins.c, "c", name)
+    if a.ndim != 2 or b.shape != a.shape or c.shape != a.shape[:1]:
+        raise ValueError(f"{name}: dot_lanes takes a and b of one shape (n, K) and c (n,), got "
+                         f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(c.shape)}")
+    n, K = a.shape
+    k = ins.k
+    if K == 0 or K % k:
+        raise ValueError(f"{name}: K = {K} is not a positive multiple of the instruction's k = {k}")
+    check_carry(ins, K // k, 1)
+    sa = sb = None
+    scale_a, scale_b = ops["scale_a"], ops["scale_b"]
+    if ins.scale:
+        if scale_a is None or scale_b is None:
+            raise ValueError(f"{name} is block-scaled: pass scale_a and scale_b (n, K/{ins.scale_block})")
+        sa = bits(scale_a, ins.scale, "scale_a", name)
+        sb = bits(scale_b, ins.scale, "scale_b", name)
+        want = (n, K // ins.scale_block)
+        if sa.shape != want or sb.shape != want:
+            raise ValueError(f"{name}: scale_a and scale_b must have shape {want}, got "
+                             f"{tuple(sa.shape)}, {tuple(sb.shape)}")
+        sa, sb = xp.ascontiguousarray(sa), xp.ascontiguousarray(sb)
+    elif scale_a is not None or scale_b is not None:
+        raise ValueError(f"{name} is not block-scaled: it takes no scale_a/scale_b")
+    return xp.ascontiguousarray(a), xp.ascontiguousarray(b), xp.ascontiguousarray(c), sa, sb
+
+
 def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str = "auto",
               scale_a=None, scale_b=None, threads: int | None = None,
               device: "str | None" = None):
@@ -487,8 +519,8 @@ def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str 
     D out), each K = a.shape[1] long and walked in the instruction's k-steps exactly as
     ``matmul`` does (D_0 = c, D_{s+1} = instr(a[:, blk s], b[:, blk s], D_s)).
     a, b: (n, K); c: (n,); scale_a, scale_b: (n, K / scale_block) for block-scaled ones.
-    device: as matmul's; device arrays (and torch CPU tensors) run on host copies and give
-    their kind back (see the module docstring)."""
+    device: as matmul's; device arrays run on their device, torch CPU tensors on host copies,
+    and each gives its kind back (see the module docstring)."""
     ins = _ins(instr)
     name = ins.name
     th = resolve_theory(ins, theory)
@@ -497,35 +529,22 @@ def dot_lanes(instr: "str | Instruction", a, b, c, *, theory=None, backend: str 
     pl = placement(name, **named)
     if pl.kind != "numpy":
         dev = device if device is not None else "auto" if pl.on_device else "cpu"
-        gpu = dev != "cpu" and on_gpu(th, ins, dev)
-        h = {r: pl.host(x, r, name) for r, x in named.items()}
-        return pl.wrap(dot_lanes(ins, h["a"], h["b"], h["c"], theory=th, backend=be,
-                                 scale_a=h["scale_a"], scale_b=h["scale_b"], threads=threads,
-                                 device="cuda" if gpu else "cpu"))
-    a = as_bits(a, ins.a, "a", name)
-    b = as_bits(b, ins.b, "b", name)
-    c = as_bits(c, ins.c, "c", name)
-    if a.ndim != 2 or b.shape != a.shape or c.shape != a.shape[:1]:
-        raise ValueError(f"{name}: dot_lanes takes a and b of one shape (n, K) and c (n,), got "
-                         f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(c.shape)}")
+        if not pl.on_device or dev == "cpu" or not on_gpu(th, ins, dev):
+            h = {r: pl.host(x, r, name) for r, x in named.items()}      # the CPU back-ends
+            return pl.wrap(dot_lanes(ins, h["a"], h["b"], h["c"], theory=th, backend=be,
+                                     scale_a=h["scale_a"], scale_b=h["scale_b"], threads=threads,
+                                     device="cpu" if pl.on_device else dev))
+        import cupy
+        from . import cuda
+        with pl.context():
+            a, b, c, sa, sb = _lanes_operands(ins, named, pl.bits, cupy)
+            if a.shape[0] == 0:
+                return pl.wrap(cupy.empty(0, dtype=storage_dtype(ins.d)))
+            return pl.wrap(cuda.dot_module(th, ins).lanes_device(a, b, c, sa, sb))
+    a, b, c, sa, sb = _lanes_operands(ins, named)
     n, K = a.shape
     k, nb = ins.k, _nblk(ins)
-    if K == 0 or K % k:
-        raise ValueError(f"{name}: K = {K} is not a positive multiple of the instruction's k = {k}")
     nsteps = K // k
-    check_carry(ins, nsteps, 1)
-    sa = sb = None
-    if ins.scale:
-        if scale_a is None or scale_b is None:
-            raise ValueError(f"{name} is block-scaled: pass scale_a and scale_b (n, K/{ins.scale_block})")
-        sa = as_bits(scale_a, ins.scale, "scale_a", name)
-        sb = as_bits(scale_b, ins.scale, "scale_b", name)
-        want = (n, K // ins.scale_block)
-        if sa.shape != want or sb.shape != want:
-            raise ValueError(f"{name}: scale_a and scale_b must have shape {want}, got "
-                             f"{tuple(sa.shape)}, {tuple(sb.shape)}")
-    elif scale_a is not None or scale_b is not None:
-        raise ValueError(f"{name} is not block-scaled: it takes no scale_a/scale_b")
     ddt = storage_dtype(ins.d)
     if n == 0:
         return np.empty(0, dtype=ddt)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mmaformal.query.claims import REGISTRY, Claim, parse_constraint
+from mmaformal.query.claims import Claim, parse_constraint
+from mmaformal.query.claims import common as CC
 from mmaformal.query.claims.exact import exact_claim, exact_value, rne
 from mmaformal.query.frame import BadInput
 from mmaformal.query.model import Witness, replay
@@ -27,8 +28,9 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "exact.md"
 
 
 def test_registry_and_prove_cli_know_exact():
-    assert "exact" in REGISTRY
-    from mmaformal.query.claims import CLAIMS
+    from mmaformal.query import prove as P
+    from mmaformal.query.claims import CLAIMS, USER_CLAIMS, exact
+    assert P.USER_CLAIMS == {"exact": exact} and tuple(P.USER_CLAIMS) == USER_CLAIMS
     assert "exact" in CLAIMS
 
 
@@ -142,7 +144,7 @@ def test_decomposed_chain_of_two_blocks():
     lms = exact_fdpa.lemmas(m, parse_constraint("int(a,b) and abs(a,b) < 2^3 and c == 0"))
     names = [lm.name for lm in lms]
     assert "block1.emax" in names and any(n.startswith("block1.out.v") for n in names)
-    status, parts = exact_fdpa.run(lms, "bitwuzla", 110)
+    status, parts = CC.run_lemmas(lms, "bitwuzla", 110)
     assert status == "proved", parts[-1]
 
 
@@ -153,14 +155,14 @@ def test_weakened_lemma_is_satisfiable():
     cons = parse_constraint("int(a,b) and abs(a,b) < 2^4 and c == 0")
     # the term lemma without "e_max <= Vmax": an alignment exponent above F + U drops bits
     weak = [lm for lm in exact_fdpa.lemmas(m, cons, weaken="term") if lm.name == "block0.term0"]
-    status, parts = exact_fdpa.run(weak, "bitwuzla", 110)
+    status, parts = CC.run_lemmas(weak, "bitwuzla", 110)
     assert status == "failed" and parts[0]["status"] == "sat"
     # a bound one bit too large: the output lemma fails (the sum outgrows f32's significand)
     lms = exact_fdpa.lemmas(m, parse_constraint("int(a,b) and abs(a,b) < 2^12 and c == 0"))
-    status, parts = exact_fdpa.run(lms, "bitwuzla", 110)
+    status, parts = CC.run_lemmas(lms, "bitwuzla", 110)
     assert status == "failed" and parts[-1]["lemma"].startswith("block0.out.v")
     # where the alignment could drop bits, the decomposition is refused (monolithic query)
-    with pytest.raises(exact_fdpa.NotDecomposable):
+    with pytest.raises(CC.NotDecomposable):
         exact_fdpa.lemmas(m, parse_constraint("abs(a,b) < 2^4 and c == 0"))
 
 

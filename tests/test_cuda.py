@@ -127,13 +127,11 @@ def test_emitted_source_matches_c_path(kind, tmp_path):
                             f"got {hex(int(y[diff[0]]))}, C path {hex(int(ref[diff[0]]))}")
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
-@pytest.mark.parametrize("kind", sorted(KINDS))
-def test_split_step_is_the_step(kind, tmp_path):
-    """The GEMM's split of the step (decA / decB per row, or decA1 / decB1 per element, then
-    rest) composed on the host gives the C path's bits."""
-    ins, th = _ins_th(KINDS[kind])
-    src, ia, ib, per = cuda.split_step_source(th, ins)
+def _host_split(ins, th, tmp_path, facts=None):
+    """The split step (decA / decB per row, or decA1 / decB1 per element, then rest), traced
+    under `facts` when given, composed on the host by g++: (run(columns) -> y, per)."""
+    src, ia, ib, per = cuda.split_step_source(th, ins, facts)
+    sfx = "_f" if facts else ""
     st = [fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d)]
     k, nb = ins.k, (ins.k // ins.scale_block if ins.scale else 0)
     ins_st = [st[0]] * k + [st[1]] * k + [st[2]] + [8] * (2 * nb)
@@ -142,13 +140,13 @@ def test_split_step_is_the_step(kind, tmp_path):
     body = "".join(f"{t} {n}; " for t, n in ia + ib)
     for g, X, iface in (("A", A, ia), ("B", B, ib)):
         if per[g] is None:
-            body += f"dec{g}(" + "".join(f"x{i}[l], " for i in X) + "".join(f"{n}, " for _, n in iface) + "bad); "
+            body += f"dec{g}{sfx}(" + "".join(f"x{i}[l], " for i in X) + "".join(f"{n}, " for _, n in iface) + "bad); "
             continue
         otypes, where = per[g]
         for e in range(k):
             outs = [next(n for n, (ee, j) in where.items() if ee == e and j == q) for q in range(len(otypes))]
-            body += f"dec{g}1(x{X[e]}[l], {', '.join(outs)}, bad); "
-    body += "y[l] = rest(" + "".join(f"{n}, " for _, n in ia + ib) + f"x{2 * k}[l], bad);"
+            body += f"dec{g}1{sfx}(x{X[e]}[l], {', '.join(outs)}, bad); "
+    body += f"y[l] = rest{sfx}(" + "".join(f"{n}, " for _, n in ia + ib) + f"x{2 * k}[l], bad);"
     params = ", ".join(f"const {_UT[s]}* x{i}" for i, s in enumerate(ins_st))
     code = ("#define __device__\n#define __forceinline__ inline\n" + src
             + f'extern "C" int run(long long n, {params}, {_UT[st[3]]}* y) {{ int bad = 0; '
@@ -157,20 +155,63 @@ def test_split_step_is_the_step(kind, tmp_path):
     r = subprocess.run(["g++", "-O1", "-w", "-shared", "-fPIC", "-o", str(tmp_path / "s.so"),
                         str(tmp_path / "s.cpp")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    run = ctypes.CDLL(str(tmp_path / "s.so")).run
-    a, b, c, sa, sb = _lanes(ins, 300, seed=len(kind) + 1)
+    lib = ctypes.CDLL(str(tmp_path / "s.so"))
+
+    def run(cols):
+        y = np.empty(len(cols[0]), dtype={16: np.uint16, 32: np.uint32, 64: np.uint64}[st[3]])
+        assert lib.run(ctypes.c_longlong(len(y)), *[x.ctypes.data_as(ctypes.c_void_p) for x in cols],
+                       y.ctypes.data_as(ctypes.c_void_p)) == 0
+        return y
+    return run, per
+
+
+def _columns(ins, a, b, c, sa, sb):
+    k, nb = ins.k, (ins.k // ins.scale_block if ins.scale else 0)
     cols = [np.ascontiguousarray(a[:, t]) for t in range(k)]
     cols += [np.ascontiguousarray(b[:, t]) for t in range(k)] + [np.ascontiguousarray(c)]
     if sa is not None:
         cols += [np.ascontiguousarray(sa[:, q]) for q in range(nb)]
         cols += [np.ascontiguousarray(sb[:, q]) for q in range(nb)]
-    y = np.empty(len(a), dtype={16: np.uint16, 32: np.uint32, 64: np.uint64}[st[3]])
-    assert run(ctypes.c_longlong(len(a)), *[x.ctypes.data_as(ctypes.c_void_p) for x in cols],
-               y.ctypes.data_as(ctypes.c_void_p)) == 0
+    return cols
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_split_step_is_the_step(kind, tmp_path):
+    """The GEMM's split of the step composed on the host gives the C path's bits."""
+    ins, th = _ins_th(KINDS[kind])
+    run, per = _host_split(ins, th, tmp_path)
+    cols = _columns(ins, *_lanes(ins, 300, seed=len(kind) + 1))
     (ref,) = emulate.step_kernel(ins, th)(*cols)
-    assert np.array_equal(y, ref)
+    assert np.array_equal(run(cols), ref)
     if not ins.scale:                  # the per-element decode applies to unscaled operands
         assert per["A"] is not None and per["B"] is not None
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+@pytest.mark.parametrize("kind", ["t_fdpa", "t_fdpa.f16out", "t_fdpa.tf32", "tr_fdpa",
+                                  "e_fdpa", "ftz_addmul", "hmma_fp8_chain", "st_fdpa.scaled"])
+def test_specialised_step_is_the_step_where_its_facts_hold(kind, tmp_path):
+    """The step traced under "every A and B element finite" (the GEMM's fast path) gives the C
+    path's bits on every lane whose A and B elements are finite; on lanes with an Inf or NaN
+    operand it is wrong somewhere (the facts are what it relies on), which is why the GEMM
+    checks them per tile."""
+    from mmaformal.cuda_source import operand_facts
+    ins, th = _ins_th(KINDS[kind])
+    facts = operand_facts(ins)
+    assert facts, kind
+    run, _ = _host_split(ins, th, tmp_path, facts)
+    a, b, c, sa, sb = _lanes(ins, 600, seed=len(kind) + 7)
+    holds = np.ones(len(a), dtype=bool)
+    for i, f in facts.items():
+        col = a[:, i] if i < ins.k else b[:, i - ins.k]
+        holds &= np.array([f.holds(int(x)) for x in col])
+    assert 200 < holds.sum() < len(a), holds.sum()
+    cols = _columns(ins, a, b, c, sa, sb)
+    (ref,) = emulate.step_kernel(ins, th)(*cols)
+    y = run(cols)
+    assert np.array_equal(y[holds], ref[holds])
+    assert (y[~holds] != ref[~holds]).any()
 
 
 def test_emitter_narrows_to_32_bits():
@@ -339,3 +380,35 @@ def test_gpu_matmul_chunked_and_sampled_rows(monkeypatch):
     rows = [0, 1, 2, 517, 998, 999]
     r = emulate.matmul(A[rows], B, C[rows], ins, theory=th, device="cpu")
     assert np.array_equal(g[rows], r)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("kind", ["t_fdpa", "t_fdpa.tf32", "tr_fdpa", "t_fdpa.f16out"])
+def test_gpu_specialised_gemm_falls_back_where_a_tile_is_not_finite(kind):
+    """Ordinary operands with an Inf, a NaN (payload), subnormals and -0 planted in a few
+    K-steps of a few rows and columns: the blocks and K-steps that hold them run the general
+    step, the others the specialised one, with the accumulator carried across both; the GEMM
+    equals the CPU path bit for bit, and the general-only kernel too. (The fp8 chain's two
+    decoded tiles do not fit the shared memory of one stage: it runs the general step.)"""
+    ins, th = _ins_th(KINDS[kind])
+    M, N, K = 150, 140, ins.k * 9
+    A, B, C = _gemm_inputs(ins, M, N, K, seed=5, klass="normal")
+    fa, fb = fp.fmt(ins.a), fp.fmt(ins.b)
+    A[3, ins.k * 2 + 1] = (fa.inf_code << fa.pad) if fa.nan == "ieee" else fp.default_nan(fa)
+    A[70, ins.k * 5] = fp.default_nan(fa) | (1 << fa.pad)
+    B[ins.k * 7 + 2, 100] = fp.default_nan(fb)
+    A[120, :ins.k] = 1 << fa.pad                     # subnormals
+    B[ins.k * 4, :] = fb.sign_bit << fb.pad
+    mod = cuda.dot_module(th, ins)
+    assert mod.specialised, kind
+    g = emulate.matmul(A, B, C, ins, theory=th, device="cuda")
+    r = emulate.matmul(A, B, C, ins, theory=th, device="cpu")
+    assert np.array_equal(g, r), int((g != r).sum())
+    import cupy as cp
+    gen = cuda.dot_module(th, ins, facts=False)
+    assert not gen.specialised
+    Ad, Bd, Cd = cp.asarray(A), cp.asarray(B), cp.asarray(C)
+    d0 = mod.gemm_device(Ad, Bd, Cd, None, None, 0, K // ins.k).get()
+    d1 = gen.gemm_device(Ad, Bd, Cd, None, None, 0, K // ins.k).get()
+    assert np.array_equal(d0, r) and np.array_equal(d1, r)

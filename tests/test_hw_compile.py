@@ -252,12 +252,26 @@ def test_documented_fragment_examples():
                                  "sm90/wgmma.m64n264k16.f32.f16.f16", "sm90/wgmma.m64n8k16.f16.bf16.bf16",
                                  "sm90/foo", "sm70/mma.m8n8k4.f32.f16.f16.f32",
                                  "sm100/tcgen05.mma.m64n8k16.kind::f16.f32.f16.f16",
-                                 "sm100/tcgen05.mma.m128n8k16.kind::f16.f32.f16.f16",
                                  "sm120/mma.m16n8k32.kind::f8f6f4.f32.e2m1.e2m1.f32"])
 def test_bad_names(bad):
     with pytest.raises(ValueError) as e:
         forms.spec(bad)
     assert "\n" not in str(e.value)
+
+
+def test_tcgen05_m128_takes_n_in_steps_of_8():
+    """PTX ISA tcgen05.mma "Matrix Shape" (Table "Various combinations of .kind and shapes"):
+    cta_group::1 takes 128xNxK for N = 8..256 step 8 (steps of 16 are cta_group::2's rule), so
+    every catalog N of M = 128 with f32 D and 8/16/32-bit operands runs."""
+    ns = {forms.spec(n).n for n in forms.instructions(None, "sm100", family="tcgen05")}
+    assert ns == set(range(8, 257, 8))
+    for n in (8, 24, 104, 248):
+        s = forms.spec(f"sm100/tcgen05.mma.m128n{n}k16.kind::f16.f32.bf16.bf16")
+        assert kernels.instr_desc(s) == (1 << 4) | (1 << 7) | (1 << 10) | (n // 8 << 17) | (8 << 24)
+        src = kernels.source(s.name)
+        assert sum(int(x) for x in re.findall(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x(\d+)", src)) == n
+    t = layouts.operand_tables("sm100/tcgen05.mma.m128n24k8.kind::tf32.f32.tf32.tf32")
+    assert divmod(int(t["d"][17 * 128 + 37]), 24) == (37, 17)
 
 
 def test_alias_hopper():

@@ -55,7 +55,7 @@ LAYERS = [
 
 #: the order inside the query layer (query/__init__ and each module docstring say the same); a
 #: module of a query sub-package takes its own place when it has one here (query/claims/bound:
-#: "claims.bound"), else its package's (query/claims/exact: "claims"; `qname`)
+#: "claims.bound"), else its package's (query/claims/api: "claims"; `qname`)
 QUERY = {
     "solvers": 0,
     "frame": 1,
@@ -65,13 +65,14 @@ QUERY = {
     "cache": 4, "witness_search": 4, "minimize": 4,
     "cex": 5,
     # the decomposed proofs of prove's claims: the traced structure and the lemma runs
-    # (claims.common), the lemmas of each operation family
+    # (claims.common), the lemmas of each operation family (exact_fdpa: prove exact's)
     "claims.common": 5, "claims.bound_fdpa": 5, "claims.bound_tr": 5,
-    "claims.monotonic_fdpa": 5, "claims.monotonic_tr": 5,
+    "claims.monotonic_fdpa": 5, "claims.monotonic_tr": 5, "claims.exact_fdpa": 5,
     "proofs": 6,
-    # prove's claims, one module each: statement, broken twin, lemmas (records: proofs)
+    # prove's claims, one module each: statement, broken twin, lemmas (records: proofs);
+    # exact: the user claim of the Claim API that prove names (prove.USER_CLAIMS)
     "claims.symmetry": 7, "claims.equivalence": 7, "claims.unobservable": 7,
-    "claims.monotonic": 7, "claims.bound": 7,
+    "claims.monotonic": 7, "claims.bound": 7, "claims.exact": 7,
     "distinguish": 8, "prove": 8, "probes": 8,
     "infer": 9, "settle": 9,
     # the parts of infer: its oracles, the pool and engine, the loop, the report

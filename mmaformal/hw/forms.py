@@ -13,9 +13,14 @@ its compute capability names (:func:`arch_of_cc`), nothing else (:func:`refuse_o
 
 Not run (refused, with the reason): AMD forms; sm70 (CUDA 13 has no sm_70 target); block-scaled
 forms (scale operands); fp6/fp4 operands (their 8-bit container layout is not implemented);
-tcgen05 with M = 64 (tensor-memory layout F), with f16 D (16-bit accumulators in tensor memory)
-or with N not a multiple of 16 at M = 128 (PTX ISA tcgen05.mma shapes: M = 128 takes N = 16..256
-step 16).
+tcgen05 with M = 64 (tensor-memory layout F) or with f16 D (16-bit accumulators in tensor
+memory). Every catalog N of M = 128 runs (8..256 step 8): Source: PTX ISA, tcgen05.mma "Matrix
+Shape" (9.7.16.2.1, Table 39 "Various combinations of .kind and shapes"; the edition that has
+sm_103a's K1 = 96): cta_group::1, dense, kind::f16 / tf32 / f8f6f4 take 64xNxK and 128xNxK with
+N = 8..256 step 8, the block-scaled kinds 128xNxK with N = 8..256 step 8; steps of 16 are the
+cta_group::2 rule (M = 128, 256), which the harness does not issue. CUTLASS agrees since v4.2
+(include/cute/arch/mma_sm100_umma.hpp, SM100_MMA_F16BF16_SS / TF32_SS: N % 8 for M = 64 and
+128; its A-from-TMEM _TS atoms, which the harness does not use, keep N % 16 at M = 128).
 
 May import: numpy, :mod:`mmaformal.isa`. Invariant: every runnable name is a catalog name and
 its Spec says what the catalog entry says (shape, formats, saturation, bop, sparsity).
@@ -190,8 +195,6 @@ def refusal(ins: isa.Instruction) -> str:
             return "tcgen05 with M = 64 (tensor-memory layout F) is not implemented"
         if ins.d != "f32":
             return "tcgen05 with f16 D (16-bit accumulators in tensor memory) is not implemented"
-        if ins.n % 16:
-            return "tcgen05 M = 128 takes N = 16..256 in steps of 16 (PTX ISA tcgen05.mma shapes)"
     return ""
 
 

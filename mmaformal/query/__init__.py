@@ -13,7 +13,7 @@ Its modules, each importing only those on earlier lines (tests/test_imports.py c
     search       the distinguishing query of two models and the witness search
     claims       prove's claims (a package): here its base (claims.core: statements, result
                  dict, concrete checks; the constraint language, the Claim API for user
-                 claims, exact); its other modules take their own places below
+                 claims); its other modules take their own places below
     pool         batches of dot-product inputs and their evaluation on numpy lanes
     family       hypothesis families (spaces of candidate theories)
     ieee         the IEEE add/mul/fma equivalence proofs of the fp layer
@@ -22,11 +22,14 @@ Its modules, each importing only those on earlier lines (tests/test_imports.py c
     minimize     readable witnesses (fewest non-zero products, ...) and the one-line form
     cex          counterexamples/ records and their replay
     claims.common     the decomposed proofs' base: the traced structure, the lemma runs
-    claims.bound_fdpa, claims.bound_tr, claims.monotonic_fdpa, claims.monotonic_tr
-                 the lemmas of one operation family each (bound, monotonicity)
+    claims.bound_fdpa, claims.bound_tr, claims.monotonic_fdpa, claims.monotonic_tr,
+    claims.exact_fdpa
+                 the lemmas of one operation family each (bound, monotonicity, exact)
     proofs       prove's records in proofs/<claim>/
-    claims.symmetry, claims.equivalence, claims.unobservable, claims.monotonic, claims.bound
-                 prove's claims, one module each: statement, broken twin, lemmas
+    claims.symmetry, claims.equivalence, claims.unobservable, claims.monotonic, claims.bound,
+    claims.exact
+                 prove's claims, one module each: statement, broken twin, lemmas (exact:
+                 the user claim of the Claim API, stored monolithic or decomposed)
     distinguish, prove, probes    the verbs
     infer_oracle, infer_engine, infer_loop, infer_report    the parts of infer, in this
                  order: its oracles, the pool and the engine that evaluates the candidates on

@@ -65,8 +65,9 @@ This module is the verb only: its arguments, the grouping of instructions by one
 campaign of `--all`, and the rendering of results. Each built-in claim is one module of
 mmaformal.query.claims (CLAIM_MODULES: its statement `prove_<claim>`, its broken twin, its
 lemmas, and the hooks `from_args` (symmetry: through the grouping here) and, for --all,
-`job`/`applies`); the user claims of the Claim API are claims.REGISTRY. Their records live
-in .proofs (proofs/) and .cex (counterexamples/), the equivalence query in .search.
+`job`/`applies`); the user claims of the Claim API are USER_CLAIMS (claims.exact, which
+stores its own records). Their records live in .proofs (proofs/) and .cex (counterexamples/),
+the equivalence query in .search.
 
 May import: the query modules below the verbs (frame, model, claims, cache, campaign, ieee,
 minimize, proofs, store), the layers below.
@@ -88,8 +89,8 @@ from . import campaign as _campaign
 from . import ieee as _ieee
 from . import minimize as _min
 from .cache import CACHE
-from .claims import REGISTRY as _USER_CLAIMS, approx_int, neg_int, value_lt
-from .claims import bound, equivalence, monotonic, symmetry, unobservable
+from .claims import approx_int, neg_int, value_lt
+from .claims import bound, equivalence, exact, monotonic, symmetry, unobservable
 from .claims.symmetry import prove_symmetry
 from .frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, InternalError,
                     add_common, run_verb)
@@ -98,7 +99,7 @@ from .model import (REDUCTION_SPARSE, Model, Witness, arith_key, mutate, parse_b
 from .proofs import save_result
 from .store import lemma_dir
 
-__all__ = ["CLAIM_MODULES", "ALL_CLAIMS", "SETS", "symmetry_groups", "query_groups",
+__all__ = ["CLAIM_MODULES", "USER_CLAIMS", "ALL_CLAIMS", "SETS", "symmetry_groups", "query_groups",
            "claim_groups", "prove_symmetry_many", "prove_job", "prove_all", "stored_verdicts",
            "summarize", "save_group", "runs_of", "public", "render", "add_parser", "run"]
 
@@ -113,6 +114,11 @@ CLAIM_MODULES = {
     "bound": bound,
     "unobservable": unobservable,
 }
+
+#: The user claims written with the Claim API (claims.USER_CLAIMS): name -> its module of
+#: mmaformal.query.claims (`add_parser(sub, common)` adds `prove NAME`, `run(args)` runs it;
+#: its --save stores what its Claim's `save` stores: claims.exact, monolithic and decomposed)
+USER_CLAIMS = {exact.NAME: exact}
 
 
 # ============================================================================================
@@ -601,7 +607,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--method", choices=("auto", "decomposed", "monolithic"), default="auto")
     add_all_options(c)
     common(c, witness=True)
-    for _mod in _USER_CLAIMS.values():     # claims written with the Claim API (claims/)
+    for _mod in USER_CLAIMS.values():     # claims written with the Claim API (claims/)
         _mod.add_parser(sub, common)
     _ieee.add_parser(sub)                  # fp.add/mul/fma against SMT-LIB FP (query/ieee)
     return q
@@ -614,8 +620,8 @@ def _exit(status: str) -> int:
 def run(args) -> int:
     if args.claim == "ieee":
         return _ieee.run(args)
-    if args.claim in _USER_CLAIMS:
-        return _USER_CLAIMS[args.claim].run(args)
+    if args.claim in USER_CLAIMS:
+        return USER_CLAIMS[args.claim].run(args)
     if getattr(args, "all", False):
         if args.claim == "symmetry":
             args.patterns = list(args.targets)

@@ -27,16 +27,22 @@ A `Claim` is a statement about one dot product of a model (`Model`: a theory on 
   `check` is a refutation (method "candidate"); `decomposed(solver, timeout, deadline)`:
   optional, a proof piece by piece (a dict with status "proved" / "failed" / "unknown", the
   lemma parts and the combination argument, or None where it does not apply) tried before the
-  monolithic query, which gets the time left when the lemmas do not all hold; `method`:
+  monolithic query, which gets the time left when the lemmas do not all hold (its dict may
+  carry `_texts`, the lemma texts by sha256, for a subclass that stores them); `method`:
   "auto" (all of these in that order), "decomposed" (no monolithic query) or "monolithic"
-  (the query alone). Only monolithic proofs are stored by `save`.
+  (the query alone).
 
 `Claim.smt2()` is the negated claim as SMT-LIB2 (deterministic text: `model.smt2_text`), what
 the solver answers: UNSAT proves the claim, SAT gives a witness that is replayed on the
 concrete back-ends (`model.replay`), checked against the constraint concretely and against
 `check`; a time-out is "unknown", never "proved". `Claim.prove(...)` runs the claim and its twin;
 `Claim.save(res)` writes proofs/<name>/<slug>.json + .smt2 (store.write_proof: the record's
-theory hashes, its query hash and its refuted twin, the layout `record_problems` checks).
+theory hashes, its query hash and its refuted twin, the layout `record_problems` checks; slug:
+the model's label and the first 12 hex digits of the claim's query hash, `record_name`). It
+stores the methods in `SAVES`: monolithic proofs here; a subclass that can also store the
+lemmas of its decomposed proofs (a layer higher, in proofs/cache) adds "decomposed" and
+overrides `save` for them (claims.exact.ExactClaim), with the same record fields
+(`record_fields`). Refutations and unknowns are never stored as proofs.
 
 May import: mmaformal.query.model, .frame, .solvers, .store, claims.core, claims.constraint,
 the layers below (simulate lazily), z3 (lazily).
@@ -99,6 +105,9 @@ class Claim:
     decomposed: "Callable[[str, float | None, float | None], dict | None] | None" = None
     method: str = "auto"
     extra: dict = dataclasses.field(default_factory=dict)
+
+    #: the methods whose proofs `save` stores (`prove(save=True)` reports the others unstored)
+    SAVES = ("monolithic",)
 
     def __post_init__(self):
         if not re.fullmatch(r"[A-Za-z0-9._-]+", self.name):
@@ -178,7 +187,7 @@ class Claim:
                 return outcome("proved", self.claim_text(), [self.model], secs,
                                ",".join(sorted({p["solver"] for p in dec["parts"]})),
                                method="decomposed", parts=dec["parts"], query_text="",
-                               combination=dec["combination"])
+                               combination=dec["combination"], _texts=dec.get("_texts", {}))
             if dec is None or dec.get("status") is None:
                 why = f"not decomposed ({(dec or {}).get('why', 'no decomposition')})"
             else:
@@ -267,30 +276,52 @@ class Claim:
             if tr["status"] != "refuted":
                 res["reason"] = (f"the broken twin was not refuted ({tr['status']}): the proof is "
                                  f"not stored")
-        if save and res["status"] == "proved" and res["method"] != "monolithic":
+        if save and res["status"] == "proved" and res["method"] not in self.SAVES:
             res["reason"] = "; ".join(x for x in (res.get("reason"), (
-                f"a {res['method']} proof is not stored (records hold monolithic proofs: "
-                f"solve with method monolithic to store one)")) if x)
+                f"a {res['method']} proof is not stored (records of claim {self.name} hold "
+                f"{' and '.join(self.SAVES)} proofs: solve with method monolithic to store one)"
+            )) if x)
         elif save and res["status"] == "proved":
             if res.get("twin") and res["twin"]["verdict"] == "refuted":
                 res["saved"] = [str(self.save(res))]
         return res
 
-    def save(self, res: dict, root: Path | None = None) -> Path:
-        """Store a proof with its refuted twin: proofs/<name>/<slug>.json + .smt2."""
+    def saveable(self, res: dict) -> None:
+        """BadInput unless `res` is a proof with a refuted broken twin, of a method in SAVES."""
         tw = res.get("twin")
         if res["status"] != "proved" or not tw or tw.get("verdict") != "refuted":
             raise BadInput(f"{self.name}: only a proof with a refuted broken twin is stored")
+        if res.get("method") not in self.SAVES:
+            raise BadInput(f"{self.name}: a {res.get('method')} proof is not stored here")
+
+    def record_name(self, query_text: str) -> str:
+        """The record's file name (no suffix): the model's label and the first 12 hex digits
+        of the sha256 of the claim's query (a proof under another constraint is another
+        record)."""
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{self.model.label}--{sha256(query_text)[:12]}")
+
+    def record_fields(self, res: dict) -> dict:
+        """The fields a record of this claim carries whatever its method: instructions,
+        models, theory hashes, the twin, the time with the twin's, the constraint, `extra`."""
         m = self.model
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{m.label}--{sha256(res['query_text'])[:12]}")
-        twr = _TwinResult(tw)
-        extra = {"method": "monolithic", "instructions": [m.ins.name], "models": [m.spec()],
-                 "theories": {m.theory.id: m.base.hash()}, "total_seconds": res.get("total_seconds"),
-                 "twin": tw, **self.extra}
+        out = {"instructions": [m.ins.name], "models": [m.spec()],
+               "theories": {m.theory.id: m.base.hash()},
+               "total_seconds": res.get("total_seconds"), "twin": res["twin"], **self.extra}
         if isinstance(self.constraint, Constraint):
-            extra["constraint"] = self.constraint.text()
-        return write_proof(self.name, slug, res["claim"], res["query_text"], res["_result"],
-                           tw["claim"], twr, {}, root=root, extra=extra)
+            out["constraint"] = self.constraint.text()
+        return out
+
+    def save(self, res: dict, root: Path | None = None) -> Path:
+        """Store a monolithic proof with its refuted twin: proofs/<name>/<slug>.json + .smt2
+        (`root`: a proofs/ folder instead of the store's)."""
+        self.saveable(res)
+        if res["method"] != "monolithic":
+            raise BadInput(f"{self.name}: Claim.save stores monolithic proofs")
+        tw = res["twin"]
+        extra = {"method": "monolithic", **self.record_fields(res)}
+        return write_proof(self.name, self.record_name(res["query_text"]), res["claim"],
+                           res["query_text"], res["_result"], tw["claim"], _TwinResult(tw), {},
+                           root=root, extra=extra)
 
 
 class _Overflow(Exception):

@@ -17,8 +17,9 @@ refused (`NotDecomposable`) and the caller falls back to the monolithic query. L
 proved for all values of the cut variables (a stronger statement, so sound), with their free
 variables renamed canonically (model.Lemma), so identical lemmas (the same term shape at every
 k, the same output conversion in every theory with the same rho) have identical SMT-LIB text
-and are solved once (`run_lemmas`: the cache is keyed by the canonical sha256 of the text;
-`prove --save` keeps proved lemmas in proofs/cache/).
+and are solved once (`run_lemmas`, the one lemma runner of every decomposed proof, prove
+exact's too: the cache is keyed by the canonical sha256 of the text, the name a stored lemma
+has; `prove --save` reuses and keeps proved lemmas in proofs/cache/).
 
 Also shared by the claims: `decomposed` (a claim's lemmas run within its time, or why not),
 `monolithic` (one negated claim solved, its witness replayed), and the real order of the
@@ -43,7 +44,7 @@ from ..model import Inputs, Lemma, Model, check, portable, smt2_text
 
 __all__ = ["NotDecomposable", "Block", "Structure", "structure", "traced_dot", "run_lemmas",
            "decomposed", "monolithic", "twin_lemma", "fma_chain_steps", "real_order", "term_le", "sub", "bv",
-           "now", "FDPA_TAIL_OPS", "TR_OPS", "GTR_OPS"]
+           "now", "FDPA_TAIL_OPS", "TR_OPS", "GTR_OPS", "PASSED"]
 
 
 def now() -> float:
@@ -102,7 +103,7 @@ TR_OPS = ("tr_fdpa",)          # a fused sum, then the TR tail (mma.tr_tail), th
 GTR_OPS = ("gtr_fdpa",)        # two group sums merged (rounded down), then the TR tail
 
 #: records of the composition around the blocks that the decomposition reads past
-_PASSED = (trace.ConvertOperands, trace.KOrder, trace.Chain)
+PASSED = (trace.ConvertOperands, trace.KOrder, trace.Chain)
 
 
 def traced_dot(m: Model):
@@ -182,7 +183,7 @@ def _read_blocks(st: Structure, notes: list, two: bool, out_fmt: str) -> str:
             cur.groups[-1][1] = v
         elif isinstance(v, trace.AccumulateAdd):
             st.acc = v
-        elif not isinstance(v, _PASSED):
+        elif not isinstance(v, PASSED):
             return f"unexpected step {v.label!r} in the trace"
     return ""
 
@@ -215,9 +216,11 @@ def fma_chain_steps(m: Model) -> tuple[str, str, object]:
 
 def run_lemmas(lemmas: Sequence[Lemma], solver: str, timeout: float | None,
                persist: bool = False, deadline: float | None = None) -> tuple[str, list[dict]]:
-    """Solve every lemma (cached by canonical sha256). Returns ("proved" | "failed" |
-    "unknown", parts), parts: one dict per lemma (name, role, sha256, status, solver,
-    seconds, cached). Stops at the first lemma that is not proved."""
+    """Solve every lemma, in the order given (cached by canonical sha256: the process's
+    results, and with CACHE.root set the lemmas stored in proofs/cache; `persist` writes the
+    proved ones there). Returns ("proved" | "failed" | "unknown", parts), parts: one dict per
+    lemma solved (lemma, role, sha256, status, solver, solver_version, seconds, cached, query,
+    text). Stops at the first lemma that is not proved: SAT "failed", else "unknown"."""
     parts = []
     for lm in lemmas:
         left = timeout

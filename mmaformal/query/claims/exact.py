@@ -29,29 +29,55 @@ is solved (--method): "auto" first replays concrete candidate inputs (the larges
 magnitudes in the first n products: a quick refutation where the sum outgrows the output),
 then, for T-FDPA chains without --rounded, the decomposed proof of
 mmaformal.query.claims.exact_fdpa (lemmas per product, per block term and per alignment
-exponent, with COMBINATION_EXACT_FDPA), then the monolithic query with the time left.
-Decomposed proofs are reported with their lemmas and combination but not stored (--save stores
-monolithic proofs).
+exponent, with COMBINATION_EXACT_FDPA), then the monolithic query with the time left. The
+lemmas are solved by the one runner of the decomposed proofs (claims.common.run_lemmas: stops
+at the first lemma not proved; with --save, proved lemmas stored in proofs/cache are reused).
 
-May import: claims.api, claims.constraint, claims.exact_fdpa, mmaformal.query.model, .frame, fp, bits, isa, the
-standard library (simulate lazily), z3 (lazily).
+--save stores a proof whose broken twin was refuted (`ExactClaim`), either way it was proved:
+a monolithic one as proofs/exact/<model>--<h>.json + .smt2 (Claim.save); a decomposed one as
+prove's decomposed claims store theirs: the record proofs/exact/<model>--<h>.json (h: the first
+12 hex digits of the sha256 of the claim's monolithic query, query_sha256, so both are named
+alike) with method "decomposed", the lemma list `parts` (name, role, sha256, solver, seconds)
+and the combination argument, and each lemma's text and verdict in proofs/cache/ (written only
+then, through the solver-result cache's writer, unless a usable copy is stored already), which
+``mmaformal store pack`` folds into its packs. The record names the instruction and its
+primary theory's hash, so prove.stored_verdicts("exact") counts it. A refutation, an unknown,
+or a proof whose twin was not refuted writes nothing.
+
+Its place in the query order: beside prove's built-in claims (after claims.common and
+claims.exact_fdpa, whose runner and lemmas it uses); query.prove names it (USER_CLAIMS).
+
+May import: claims.api, claims.common, claims.constraint, claims.exact_fdpa,
+mmaformal.query.model, .frame, .cache, .store, .solvers, fp, bits, isa, the standard library
+(simulate lazily), z3 (lazily).
 Invariant: the symbolic exact sum and `exact_value` are independent of the instruction's model
 (they read only the operand formats); the model is evaluated only through Model.dot (the
-decomposition reads the trace of that evaluation).
+decomposition reads the trace of that evaluation). A record is written only for a proof (every
+lemma UNSAT, or the query UNSAT) with a refuted twin, and a decomposed one only after every
+lemma it names is stored with a text that hashes to its name.
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
+import json
 from fractions import Fraction
+from pathlib import Path
 
 from ... import fp
 from ...bits import BV
-from ..frame import BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, run_verb
+from ..cache import CACHE, Cache
+from ..frame import (BadInput, EXIT_INTERNAL, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN,
+                     InternalError, run_verb)
 from ..model import Model, Witness, parse_backends, resolve
+from ..solvers import Result
+from ..store import lemma_dir, lemma_dirs, proofs_dir, read_lemma, sha256
 from . import exact_fdpa
 from .api import Claim, Symbolic
+from .common import NotDecomposable, run_lemmas
 from .constraint import CONSTRAINT_HELP, Constraint, parse_constraint
 
-__all__ = ["NAME", "exact_claim", "exact_value", "rne", "add_parser", "run"]
+__all__ = ["NAME", "ExactClaim", "exact_claim", "exact_value", "rne", "add_parser", "run"]
 
 NAME = "exact"
 
@@ -302,13 +328,65 @@ def _hooks(m: Model, cons: Constraint, rounded: bool, decomposed: bool = True) -
             return {"why": why}
         try:
             lms = exact_fdpa.lemmas(m, cons, rounded)
-        except exact_fdpa.NotDecomposable as e:
+        except NotDecomposable as e:
             return {"why": str(e)}
-        status, parts = exact_fdpa.run(lms, solver, timeout, deadline)
-        return {"status": status, "parts": parts,
+        status, parts = run_lemmas(lms, solver, timeout, deadline=deadline)
+        texts = {p["sha256"]: p.pop("text") for p in parts}
+        return {"status": status, "parts": parts, "_texts": texts,
                 "combination": exact_fdpa.COMBINATION_EXACT_FDPA}
     return {"candidates": lambda: exact_fdpa.candidates(m, cons),
             "decomposed": dec if decomposed else None}
+
+
+@dataclasses.dataclass
+class ExactClaim(Claim):
+    """The claim of `exact_claim`: a Claim whose decomposed proofs are stored too."""
+
+    SAVES = ("monolithic", "decomposed")
+
+    def save(self, res: dict, root: Path | None = None) -> Path:
+        """Store a proof with its refuted broken twin (`root`: a proofs/ folder instead of the
+        store's): a monolithic one as Claim.save does; a decomposed one as its lemmas in
+        <root>/cache/ (`_keep_lemmas`) and then the record proofs/exact/<slug>.json, in the
+        fields of prove's decomposed records (query None, parts, combination) and of this
+        claim's monolithic ones (`record_fields`, `record_name` of the claim's query)."""
+        if res.get("method") != "decomposed":
+            return super().save(res, root)
+        self.saveable(res)
+        root = Path(root) if root is not None else proofs_dir()
+        _keep_lemmas(res["parts"], res.get("_texts") or {}, root / "cache")
+        query = self.smt2()
+        versions = sorted({p.get("solver_version") or "" for p in res["parts"]} - {""})
+        rec = {"claim": res["claim"], "verdict": "proved", "method": "decomposed",
+               "solver": res["solver"], "solver_version": ",".join(versions),
+               "seconds": res["seconds"], "date": _dt.date.today().isoformat(),
+               "query": None, "query_sha256": sha256(query), "parts": res["parts"],
+               "combination": res.get("combination", ""), **self.record_fields(res)}
+        d = root / self.name
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / f"{self.record_name(query)}.json"
+        p.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
+        return p
+
+
+def _keep_lemmas(parts: list[dict], texts: dict[str, str], cache: Path) -> None:
+    """Store each proved lemma of `parts` in the proofs/cache/ folder `cache` (query and
+    verdict, through the solver-result cache's writer) unless a usable copy is stored already
+    (there, in the store's or in the shipped proofs/cache). InternalError for a lemma that is
+    not unsat or whose text is missing or does not hash to its sha256."""
+    dirs = [Path(cache), *lemma_dirs()]
+    writer = Cache(Path(cache))
+    for p in parts:
+        h = p["sha256"]
+        if p.get("status") != "unsat":
+            raise InternalError(f"lemma {p.get('lemma')}: {p.get('status')}, not unsat")
+        if read_lemma(h, dirs) is not None:
+            continue
+        text = texts.get(h)
+        if text is None or sha256(text) != h:
+            raise InternalError(f"lemma {p.get('lemma')}: no text hashing to {h[:12]}..")
+        writer.put(h, text, Result("unsat", p["solver"], p.get("solver_version") or "",
+                                   p["seconds"]), persist=True)
 
 
 METHODS = ("auto", "decomposed", "monolithic")
@@ -341,7 +419,7 @@ def exact_claim(model: "Model | str", where: "str | Constraint | None" = None,
                 check=lambda w, d: chk(w, d, m), method=method,
                 extra={"rounded": rounded}, **_hooks(m, cons, rounded))
     if not twin:
-        return Claim(constraint=cons, **base)
+        return ExactClaim(constraint=cons, **base)
     if cons.bounds():
         t = Claim(constraint=cons.raised(1), **dict(
             base, statement=_statement(rounded, cons.raised(1)), text=base["text"] + " [broken twin: every magnitude bound raised by one bit]",
@@ -351,7 +429,7 @@ def exact_claim(model: "Model | str", where: "str | Constraint | None" = None,
         t = Claim(constraint=cons, output=lambda d: d ^ 1, **dict(
             base, text=base["text"] + " [broken twin: D with its last bit flipped]",
             check=lambda w, d: chk(w, d, m), **_hooks(m, cons, rounded, decomposed=False)))
-    return Claim(constraint=cons, twin=t, **base)
+    return ExactClaim(constraint=cons, twin=t, **base)
 
 
 # ============================================================================================
@@ -372,8 +450,8 @@ def add_parser(sub, common):
                         "chains (fused f16/bf16/tf32/fp8 -> f32 mma/wgmma/wmma, not --rounded), "
                         "the decomposed proof (small lemmas per product, per block term and per "
                         "alignment exponent), then the monolithic query with the time left; "
-                        "decomposed: no fallback; monolithic: the one query (the only proofs "
-                        "--save stores)")
+                        "decomposed: no fallback; monolithic: the one query (--save stores a "
+                        "proof either way, with its refuted twin)")
     common(c)
     c.set_defaults(func=run)
     return c
@@ -421,6 +499,8 @@ def render(res: dict) -> str:
 def run(args) -> int:
     def compute():
         backends = parse_backends(args.replay)
+        if args.save:
+            CACHE.root = lemma_dir()           # proved lemmas stored there are reused
         claim = exact_claim(args.A, args.where, args.rounded, twin=not args.no_twin,
                             method=getattr(args, "method", "auto"))
         if args.emit_smt2:

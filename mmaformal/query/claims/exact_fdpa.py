@@ -41,25 +41,32 @@ without --rounded; any constraint (its atoms are per element). `candidates`: con
 tried before any query (the largest admissible magnitudes in the first n products), which
 refute a bound quickly where the sum no longer fits the output.
 
-May import: claims.constraint, mmaformal.query.model, .frame, mmaformal.mma/fp/bits, the
-standard library, z3 (lazily), simulate (lazily).
-Invariant: a lemma is "proved" only from a solver's UNSAT on its exported text; every
-factorization is checked syntactically before a lemma is built (else NotDecomposable).
+This module builds the lemmas; it solves nothing. They are solved by the one lemma runner of
+the decomposed proofs, claims.common.run_lemmas (called by claims.exact: identical texts once,
+keyed by the store's canonical sha256, proved lemmas reused from proofs/cache), and a proof
+with its refuted twin is stored by claims.exact (`ExactClaim.save`). Its place in the query
+order is beside the other lemma modules (after claims.common, whose traced dot product
+`traced_dot`, `NotDecomposable` and cut `sub` it uses).
+
+May import: claims.common, claims.constraint, mmaformal.query.model, mmaformal.trace/mma/fp/bits,
+the standard library, z3 (lazily), simulate (lazily).
+Invariant: nothing here decides a claim (the runner takes "proved" only from a solver's UNSAT
+on a lemma's exported text); every factorization is checked syntactically before a lemma is
+built (else NotDecomposable).
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import time
 from fractions import Fraction
 
 from ... import fp, mma, trace
-from ...bits import BV, Z3Backend
-from ..model import Inputs, Lemma, Model, Witness, check, free_vars
+from ...bits import BV
+from ..model import Inputs, Lemma, Model, Witness, free_vars
+from .common import PASSED, NotDecomposable, sub, traced_dot
 from .constraint import Atom, Constraint, codes_below, mag_value, symbolic_atom
 
-__all__ = ["NotDecomposable", "Lemma", "Spec", "COMBINATION_EXACT_FDPA", "applies", "specs",
-           "lemmas", "run", "candidates"]
+__all__ = ["Lemma", "Spec", "COMBINATION_EXACT_FDPA", "applies", "specs", "lemmas",
+           "candidates"]
 
 COMBINATION_EXACT_FDPA = (
     "every input satisfying the constraint and finite: ex.prod gives Facts for each product "
@@ -76,10 +83,6 @@ COMBINATION_EXACT_FDPA = (
     "the Facts of its accumulator term (Elo, Ehi, U, Bsum), which that block's lemmas assume. "
     "Induction over the blocks: d_j = c_j + the block's products, c_(j+1) = d_j, so the last "
     "output is c + sum_k a_k b_k exactly, finite (+0 = -0).")
-
-
-class NotDecomposable(Exception):
-    pass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,13 +209,8 @@ def _fields(t) -> _T:
 
 
 def _subT(t: _T, pairs) -> _T:
-    s = lambda x: _sub(x, pairs)
+    s = lambda x: sub(x, pairs)
     return _T(s(t.sign), s(t.e), s(t.sig), t.fb, s(t.zero), s(t.inf), s(t.nan))
-
-
-def _sub(e, pairs):
-    import z3
-    return z3.substitute(e, *pairs) if pairs else e
 
 
 def _units(t: _T, sp: Spec, W: int):
@@ -255,10 +253,9 @@ def _erange(t: _T, sp: Spec):
 # ============================================================================================
 
 def _trace(m: Model):
-    K = Z3Backend()
-    inp = Inputs.for_model(K, m)
-    with trace.tracing() as notes:
-        out = m.dot(K, *inp.padded(m))
+    """(K, inputs, out, blocks) of m's traced dot product, each block a dict of its records
+    (c, fs, aligned, S, special, block_out, conv); NotDecomposable for any other shape."""
+    K, inp, out, notes = traced_dot(m)
     blocks, cur = [], None
     for v in notes:
         if isinstance(v, trace.BlockIn):
@@ -266,7 +263,7 @@ def _trace(m: Model):
             blocks.append(cur)
         elif cur is None:
             raise NotDecomposable(f"step {v.label!r} outside a block")
-        elif isinstance(v, _PASSED):
+        elif isinstance(v, PASSED):
             pass
         elif isinstance(v, trace.FusedSum):
             if "fs" in cur:
@@ -290,10 +287,6 @@ def _trace(m: Model):
     if not out.v.eq(blocks[-1]["block_out"].v):
         raise NotDecomposable("the output is not the last block's output")
     return K, inp, out, blocks
-
-
-#: records of the composition around the blocks that the decomposition reads past
-_PASSED = (trace.ConvertOperands, trace.KOrder, trace.Chain)
 
 
 def _only(exprs, allowed: set, what: str):
@@ -383,7 +376,7 @@ def _block(run: _Run, j: int, blk: dict, prev_out) -> None:
                  (t.inf, v.inf), (t.nan, v.nan)]
         cterms.append(v)
     cvars = {str(x[1]) for x in cut2}
-    cut = lambda e: _sub(_sub(e, cut1), cut2)
+    cut = lambda e: sub(sub(e, cut1), cut2)
     E = cut(fs.e_max.v)
     es = [cut(e.v) for e in fs.e]
     al = [cut(a.v) for a in blk["aligned"]]
@@ -402,7 +395,7 @@ def _block(run: _Run, j: int, blk: dict, prev_out) -> None:
     # -- the output: G(S, E, flags)
     Sv, Nv, Pv, Qv, Zv = (z3.BitVec("S_", S.w), z3.Bool("N_"), z3.Bool("P_"), z3.Bool("Q_"),
                           z3.Bool("Z_"))
-    G = _sub(Ge, [(cut(S.v), Sv), (E, V), (Nf, Nv), (Pf, Pv), (Qf, Qv), (Z, Zv)])
+    G = sub(Ge, [(cut(S.v), Sv), (E, V), (Nf, Nv), (Pf, Pv), (Qf, Qv), (Z, Zv)])
     _only([G], {"S_", "E_", "N_", "P_", "Q_", "Z_"}, f"{tag}: the output")
     _out_lemmas(run, tag, j, blk, G, V, Sv, (Nv, Pv, Qv), g)
 
@@ -513,13 +506,13 @@ def _term_lemma(run: _Run, tag: str, n: int, t: _T, a_t, e_t, sp: Spec, mw: int,
     """<j>.term<n>: the term aligned at a free V is its exact value in units 2^(V - F)."""
     import z3
     F = run.F
-    A = _sub(a_t, [(E, V)])
+    A = sub(a_t, [(E, V)])
     _only([A], {str(x) for x in (t.sign, t.e, t.sig, t.zero, t.inf, t.nan)} | {"E_"},
           f"{tag}: aligned term {n}")
     gn = _generic(t, n)
     tg = _subT(t, gn)
-    A = _sub(A, gn)
-    e_g = _sub(e_t, gn)
+    A = sub(A, gn)
+    e_g = sub(e_t, gn)
     if sp.B == 0:
         claim = A == 0
     else:
@@ -556,8 +549,8 @@ def _out_lemmas(run: _Run, tag: str, j: int, blk: dict, G, V, Sv, flags, g: _Gri
         fo = fp.fmt(mma.rho_of(m.theory.param_dict["rho"])[2].name)
         Dn = z3.BitVec("D_", blk["block_out"].w)
         acc_t = [t for t in nxt["fs"].terms
-                 if "D_" in free_vars(_sub(t.sig.v, [(blk["block_out"].v, Dn)]),
-                                      _sub(t.zero.v, [(blk["block_out"].v, Dn)]))]
+                 if "D_" in free_vars(sub(t.sig.v, [(blk["block_out"].v, Dn)]),
+                                      sub(t.zero.v, [(blk["block_out"].v, Dn)]))]
         if len(acc_t) != 1:
             raise NotDecomposable(f"{tag}: the next block has {len(acc_t)} accumulator terms")
         view = _subT(_subT(_fields(acc_t[0]), [(blk["block_out"].v, Dn)]), [(Dn, G)])
@@ -587,37 +580,8 @@ def _out_lemmas(run: _Run, tag: str, j: int, blk: dict, G, V, Sv, flags, g: _Gri
 
 
 # ============================================================================================
-# running lemmas; concrete candidates
+# concrete candidates
 # ============================================================================================
-
-_PROVED: dict = {}          # (sha256 of the canonical text, solver) -> Result (UNSAT only)
-
-
-def run(lms: list[Lemma], solver: str = "bitwuzla", timeout: float | None = None,
-        deadline: float | None = None) -> tuple[str, list[dict]]:
-    """Solve each lemma (identical texts once per process). ("proved" | "failed" |
-    "unknown", parts); stops at the first lemma not proved."""
-    parts = []
-    for lm in lms:
-        left = timeout
-        if deadline is not None:
-            left = max(0.1, deadline - time.perf_counter())
-            left = left if timeout is None else min(left, timeout)
-        h = hashlib.sha256(lm.text.encode()).hexdigest()
-        r = _PROVED.get((h, solver))
-        cached = r is not None
-        if r is None:
-            r = check(lm.text, solver, left)
-            if r.status == "unsat":
-                _PROVED[(h, solver)] = r
-        parts.append({"lemma": lm.name, "role": lm.role, "sha256": h, "status": r.status,
-                      "solver": r.solver, "seconds": round(r.seconds, 3), "cached": cached})
-        if r.status == "sat":
-            return "failed", parts
-        if r.status != "unsat":
-            return "unknown", parts
-    return "proved", parts
-
 
 def _admissible(cons: Constraint, name: str, k: int, f: str) -> list[int]:
     """Bit patterns of up to two admissible magnitudes of an element: the largest, and the
