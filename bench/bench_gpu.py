@@ -167,7 +167,7 @@ def _module(th, ins, tile, split, facts):
         return None, {**info, "error": _err(e)}
     info["build_seconds"] = round(time.perf_counter() - t0, 2)
     info["nvrtc"] = "first" if G.nvrtc_cache_files() > n0 else "cached"
-    info["specialised"] = bool(getattr(mod, "specialised", False))
+    info["specialised"] = list(getattr(mod, "specialised", ()))      # its levels: normal, finite
     info["tile"] = list(mod.tile)
     info["kernel"] = "split" if "decA" in mod.source("gemm") else "whole"
     return mod, info
@@ -206,7 +206,7 @@ def _kernels(th, ins, Ad, Bd, Cd, tiles, reps) -> dict:
 def _kernel_line(k: dict) -> str:
     if "kernel_seconds" not in k:
         return f"not run: {k.get('error', '?')}"
-    spec = f", specialised step: {'yes' if k['specialised'] else 'NO'}" if k["facts"] else ""
+    spec = f", specialised steps: {'+'.join(k['specialised']) or 'NO'}" if k["facts"] else ""
     return (f"{k['kernel_seconds']:8.3f} s  {k['step_dots_per_s']:.3e} step dots/s  build "
             f"{k['build_seconds']} s ({k['nvrtc']}, {k['kernel']}, tile {','.join(map(str, k['tile']))}"
             f"{spec})")

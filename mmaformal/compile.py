@@ -14,9 +14,12 @@ Invariants:
 - Every plain operation checks for overflow exactly as the numpy back-end does; a lane that
   overflows makes `run` raise OverflowError (with the op's position in the trace).
 - A trace under facts (`TraceBackend(facts)`, `Fact`: assumptions about inputs' bits, used by
-  mmaformal.cuda's specialised GEMM step) folds what its intervals decide: comparisons, the
-  selections and connectives they feed, x + 0, masks that keep every value. It is exact only on
-  inputs that satisfy the facts; without facts nothing is folded and the trace is unchanged.
+  mmaformal.cuda's specialised GEMM steps) folds what its intervals decide: comparisons, the
+  selections and connectives they feed, x + 0, masks that keep every value; it narrows the
+  interval of a value in the branch of a comparison with a constant and of a running maximum
+  minus one of its operands, and counts leading zeros in one statement (CLZ64, which only the
+  CUDA emitter defines). It is exact only on inputs that satisfy the facts; without facts
+  nothing is folded and the trace is unchanged.
 - Kernels are cached by the hash of their source and optimisation level, in $MMAFORMAL_CACHE or
   ~/.cache/mmaformal. The level is -O3 (-O1 for kernels of 4,000 lines or more), or
   $MMAFORMAL_CC_OPT (-O0 -O1 -O2 -O3 -Os) for every kernel: the test suite takes -O1, which
@@ -57,9 +60,9 @@ __all__ = ["TraceBackend", "Kernel", "compile_kernel", "Unsupported", "available
 class Fact:
     """What a specialised trace assumes of one input: its bits hb..0 (as an unsigned number)
     lie in [lo, hi]. For a floating-point operand, hb is the top magnitude bit and [0, largest
-    finite magnitude] says "finite" (`cuda_source.finite_fact`). A kernel traced under facts is exact only
-    on inputs that satisfy them: its caller checks them at run time (`Fact.c_check`) and runs
-    the general trace where they fail."""
+    finite magnitude] says "finite" (`cuda_source.element_fact`). A kernel traced under facts
+    is exact only on inputs that satisfy them: its caller checks them at run time
+    (`Fact.c_check`) and runs the general trace where they fail."""
     hb: int
     lo: int
     hi: int
@@ -70,9 +73,9 @@ class Fact:
 
     def c_check(self, e: str) -> str:
         """The fact as a C expression over the unsigned storage value `e`."""
-        m = (1 << (self.hb + 1)) - 1
-        lo = f"{self.lo}u <= " if self.lo else ""
-        return f"({lo}(((unsigned long long)({e})) & {m}ull) <= {self.hi}ull)"
+        v = f"(((unsigned long long)({e})) & {(1 << (self.hb + 1)) - 1}ull)"
+        lo = f"{self.lo}ull <= {v} && " if self.lo else ""
+        return f"({lo}{v} <= {self.hi}ull)"
 
 
 class Unsupported(Exception):
@@ -165,6 +168,8 @@ class TraceBackend(Backend):
         self.fbits: dict[str, tuple[int, int, int]] = {}   # name -> (hb, lo, hi): bits hb..0 in [lo, hi]
         self.clz_src: dict[str, str] = {}             # name of a native clz -> the value it counts
         self.cmp_src: dict[str, tuple[str, int]] = {}  # truth value -> (v, k) when it is v < k
+        self.cmp_pair: dict[str, tuple[str, str]] = {}  # truth value -> (u, v) when it is u < v
+        self.ge: dict[str, frozenset] = {}            # a max -> the values it is not below
         self.lines: list[str] = []
         self.n = 0
         self.inputs: list[tuple[int, int, bool]] = []   # (storage bits, width, signed)
@@ -281,6 +286,8 @@ class TraceBackend(Backend):
             iv = (a + c, b + d)
         elif op == "-":
             iv = (a - d, b - c)
+            if y.v in self.ge.get(x.v, ()):        # a max minus one of its operands
+                iv = (max(iv[0], 0), iv[1])
         else:
             ps = (a * c, a * d, b * c, b * d)
             iv = (min(ps), max(ps))
@@ -423,8 +430,11 @@ class TraceBackend(Backend):
                 return self.bconst(t)
         c = {"eq": "==", "ne": "!=", "lt": "<", "le": "<="}[op]
         r = self._newb(f"CMP({x.v} {c} {y.v})")
-        if self.fold and op in ("lt", "le") and y.v in self.cvals:
-            self.cmp_src[r.v] = (x.v, self.cvals[y.v] - (op == "le"))     # x < k
+        if self.fold and op in ("lt", "le"):
+            if y.v in self.cvals:
+                self.cmp_src[r.v] = (x.v, self.cvals[y.v] - (op == "le"))     # x < k
+            else:
+                self.cmp_pair[r.v] = (x.v, y.v)                              # x < y (or <=)
         return r
 
     def _bool_const(self, a) -> "bool | None":
@@ -443,7 +453,10 @@ class TraceBackend(Backend):
                 b = min(b, k - 1)
             if y.v == v:
                 c2 = max(c2, k)
-        return self._new(x.w, x.s, f"SEL({c.v}, {x.v}, {y.v})", (min(a, c2), max(b, d)), n32=True)
+        r = self._new(x.w, x.s, f"SEL({c.v}, {x.v}, {y.v})", (min(a, c2), max(b, d)), n32=True)
+        if self.cmp_pair.get(c.v) == (y.v, x.v):    # ite(u < v, v, u) = max(u, v): r >= both
+            self.ge[r.v] = self.ge.get(x.v, frozenset()) | self.ge.get(y.v, frozenset()) | {x.v, y.v}
+        return r
 
     @_folding
     def bite(self, c, x, y):

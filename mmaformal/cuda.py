@@ -21,12 +21,12 @@ Invariants:
   (`TraceBackend.n32`); every other statement casts its operands to its evaluation width.
 - Every range check of the trace is kept: a lane that fails one sets a flag and the call
   raises OverflowError, as the C path does.
-- The GEMM also carries a step traced under facts (every A and B element finite:
-  `cuda_source.operand_facts`), where its decoded tiles fit the shared memory beside the
-  general ones. Each block checks the facts on the raw tiles of each K-step and runs that
-  step only where they hold (`__syncthreads_and`: one branch per block), the general step
-  elsewhere. Both come from the one trace of the definition; `dot_module(facts=False)` leaves
-  the specialised step out.
+- The GEMM also carries steps traced under facts (every A and B element normal, or finite:
+  `cuda_source.LEVELS`, `operand_facts`), their decoded values sharing one shared-memory
+  buffer with the general step's. Each block checks the facts on the raw tiles of each K-step
+  and runs the first step whose facts hold (`__syncthreads_and`: one branch per block), the
+  general step where none do. All come from the one definition; `dot_module(facts=False)`
+  leaves the specialised steps out.
 - Modules are cached in-process by the hash of their source and on disk by CuPy (keyed by the
   source); a caller's `disk_key` finds the source of an earlier process without tracing.
 - Inputs on the host are processed in chunks that fit the GPU's free memory (and
@@ -44,8 +44,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _cache
-from .cuda_source import (device_source, ew_kernel, gemm_split_kernel, operand_facts,
-                          split_smem, split_step_source, step_kernels, trace_source)
+from .cuda_source import (LEVELS, dec_bytes, device_source, ew_kernel, gemm_split_kernel,
+                          operand_facts, rest_size, split_smem, split_step_source,
+                          step_kernels, trace_source)
 
 __all__ = ["available", "resolve_device", "device_source", "DotModule", "dot_module",
            "DEVICES", "Unavailable"]
@@ -209,6 +210,13 @@ GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "32,64,4
 #: Source: bench/bench_gpu.py --gemm-instr e4m3@4096 on an H200, 2026-11-28 (docs/gpu.md):
 #: 16x16 1x1 0.232 s, 16x32 1x2 0.246 s, 16x64 1x4 0.255 s, 32x64 2x4 1.215 s.
 BIG_STEP, BIG_STEP_TILE = 5000, (16, 16, 1, 1, 1)
+#: A specialised step is kept when its per-output part has at most this share of the
+#: statements of the step below it (the next less specific one, or the general step).
+#: Source: bench/bench_gpu.py on an H200, 2026-11-28 (docs/gpu.md): the e4m3 chain, whose
+#: "normal" step is no shorter than its "finite" one (1,430 statements each), took 2.872 s at
+#: 8192^3 with both beside the general step, 1.743 s with the finite one alone (an earlier
+#: build), 1.930 s with the general step only.
+MIN_GAIN = 0.95
 
 
 def default_tile(step: str) -> tuple:
@@ -247,20 +255,27 @@ class DotModule:
             src, ia, ib, per = self._split()
             smem = split_smem(ia, ib, self.tile, self.k, self.st, self.nb)
             if smem <= SPLIT_SMEM:
-                fast = None
-                if self._fast is not None:
-                    (fsrc, fia, fib, fper), facts = self._fast()
-                    if smem + split_smem(fia, fib, self.tile) <= SPLIT_SMEM:
-                        fast = (fia, fib, fper, facts[0], facts[self.k])
+                fast, below = [], rest_size(src, "")
+                for (fsrc, fia, fib, fper), facts, sfx in reversed(self._fast() if self._fast else []):
+                    # kept only where it is shorter than the step it would replace (each copy of a
+                    # long step costs instruction cache); the decoded values of all the traces
+                    # share one buffer (alignment: 256 bytes spare)
+                    size = rest_size(fsrc, sfx)
+                    if (size <= MIN_GAIN * below and smem - dec_bytes(ia, ib, self.tile)
+                            + dec_bytes(fia, fib, self.tile) + 256 <= SPLIT_SMEM):
+                        fast.insert(0, (fia, fib, fper, facts[0], facts[self.k], sfx))
                         src += fsrc
+                        below = size
                 return src + gemm_split_kernel(self.k, self.nb, self.st, self.tile, ia, ib, per, fast)
         return self.step + step_kernels(*geo, None if which == "sim" else self.tile)
 
     @property
-    def specialised(self) -> bool:
-        """Whether the GEMM kernel runs a step specialised under facts (finite A and B tiles),
-        with the general step as its fallback."""
-        return "rest_f(" in self.source("gemm")
+    def specialised(self) -> tuple:
+        """The levels (cuda_source.LEVELS: "normal", "finite") of the steps specialised under
+        facts that the GEMM kernel runs where a block's tiles satisfy them, the general step
+        elsewhere; () when it runs the general step only."""
+        src = self.source("gemm")
+        return tuple(lev for lev, sfx in LEVELS if f"rest{sfx}(" in src)
 
     def mod(self, which: str):
         m = self._mods.get(which)
@@ -421,11 +436,13 @@ def module_source(th, ins, tile=None, which: str = "gemm", facts: bool = True) -
 
 
 def _fast(th, ins, facts: bool):
-    """The specialised trace's maker for DotModule (None where not asked or no facts apply)."""
-    f = operand_facts(ins) if facts else {}
-    if not f:
+    """The specialised traces' maker for DotModule: () -> [(split source, facts, suffix)], most
+    specific first (cuda_source.LEVELS); None where not asked or no facts apply."""
+    levels = [(operand_facts(ins, lev), sfx) for lev, sfx in LEVELS] if facts else []
+    levels = [(f, sfx) for f, sfx in levels if f]
+    if not levels:
         return None
-    return lambda: (split_step_source(th, ins, f, head=False), f)
+    return lambda: [(split_step_source(th, ins, f, head=False, sfx=sfx), f, sfx) for f, sfx in levels]
 
 
 def dot_module(th, ins, tile=None, split: bool = True, facts: bool = True) -> DotModule:

@@ -23,7 +23,8 @@ import re
 from typing import Callable, Sequence
 
 __all__ = ["device_source", "split_source", "split_smem", "step_kernels", "gemm_split_kernel",
-           "ew_kernel", "trace_source", "split_step_source"]
+           "ew_kernel", "trace_source", "split_step_source", "element_fact", "operand_facts",
+           "dec_bytes", "rest_size", "LEVELS"]
 
 _UT = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
 
@@ -470,18 +471,18 @@ def split_smem(ia, ib, tile, k: int = 0, st=(8, 8), nb: int = 0) -> int:
     return BM * sum(_TSIZE[t] for t, _ in ia) + BN * sum(_TSIZE[t] for t, _ in ib) + raw
 
 
-def _split_decoders(k: int, nb: int, tile, ia, ib, per, sfx: str = "") -> tuple[str, str, dict[str, str]]:
-    """(shared declarations of the decoded values, the statements that decode a stage's
-    operand tiles into them, {interface name: the shared element `rest` reads}); sfx names
-    the functions and arrays of a specialised trace (`_f`)."""
+def _split_decoders(k: int, nb: int, tile, ia, ib, per, sfx: str = "") -> tuple[list, str, dict[str, str]]:
+    """(the shared arrays of the decoded values [(type, name, dims)], the statements that decode
+    a stage's operand tiles into them, {interface name: the shared element `rest` reads}); sfx
+    names the functions and arrays of a specialised trace (LEVELS)."""
     BM, BN, TM, TN, _ = tile
     NT = (BM // TM) * (BN // TN)
-    sh, dec, args = "", "", {}
+    sh, dec, args = [], "", {}
     for g, X, S, W, iface, idx in (("A", "As", "SAs", BM, ia, f"ty + r * {BM // TM}"),
                                    ("B", "Bs", "SBs", BN, ib, f"tx + c * {BN // TN}")):
         if per[g] is not None:        # one element per thread: decA1 on As[t][r]
             otypes, where = per[g]
-            sh += "".join(f"    __shared__ {t} I{g}{sfx}_{j}[{k}][{W}];\n" for j, t in enumerate(otypes))
+            sh += [(t, f"I{g}{sfx}_{j}", (k, W)) for j, t in enumerate(otypes)]
             dec += (f"        for (int e = threadIdx.x; e < {k * W}; e += {NT}) {{ int t = e / {W}, q = e % {W}; "
                     f"dec{g}1{sfx}({X}[t][q], " + "".join(f"I{g}{sfx}_{j}[t][q], " for j in range(len(otypes)))
                     + "bad); }\n")
@@ -489,7 +490,7 @@ def _split_decoders(k: int, nb: int, tile, ia, ib, per, sfx: str = "") -> tuple[
                 e, j = where[n]
                 args[n] = f"I{g}{sfx}_{j}[{e}][{idx}]"
         else:                         # one row (column) per thread: decA on As[.][r]
-            sh += "".join(f"    __shared__ {t} I{g}{sfx}_{n}[{W}];\n" for t, n in iface)
+            sh += [(t, f"I{g}{sfx}_{n}", (W,)) for t, n in iface]
             dec += (f"        for (int q = threadIdx.x; q < {W}; q += {NT}) {{ dec{g}{sfx}("
                     + "".join(f"{X}[{t}][q], " for t in range(k)) + "".join(f"{S}[{u}][q], " for u in range(nb))
                     + "".join(f"I{g}{sfx}_{n}[q], " for _, n in iface) + "bad); }\n")
@@ -498,35 +499,55 @@ def _split_decoders(k: int, nb: int, tile, ia, ib, per, sfx: str = "") -> tuple[
     return sh, dec, args
 
 
-def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None, fast=None) -> str:
+def _union(sets: list) -> str:
+    """Shared declarations of the decoded arrays of several traces in one buffer: a K-step
+    decodes and reads the arrays of one trace only, so every trace's arrays start at offset 0
+    (`DEC`, aligned to 16; each array aligned to its element size)."""
+    size, decl = 0, ""
+    for arrays in sets:
+        off = 0
+        for t, name, dims in arrays:
+            z = _TSIZE[t]
+            off = -(-off // z) * z
+            d = "".join(f"[{x}]" for x in dims)
+            decl += f"    {t} (&{name}){d} = *reinterpret_cast<{t} (*){d}>(DEC + {off});\n"
+            n = 1
+            for x in dims:
+                n *= x
+            off += n * z
+        size = max(size, off)
+    return f"    __shared__ __align__(16) unsigned char DEC[{max(16, -(-size // 16) * 16)}];\n" + decl
+
+
+def rest_size(src: str, sfx: str = "") -> int:
+    """The number of statements of `rest<sfx>` (a split step's per-output part) in src."""
+    i = src.index(f" rest{sfx}(")
+    return src[i:src.index("\n}\n", i)].count(";")
+
+
+def dec_bytes(ia, ib, tile) -> int:
+    """Shared-memory bytes of one trace's decoded values for a BM x BN block."""
+    return tile[0] * sum(_TSIZE[t] for t, _ in ia) + tile[1] * sum(_TSIZE[t] for t, _ in ib)
+
+
+def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None, fast=()) -> str:
     """The GEMM kernel over split_source's functions: per K-step the block decodes its BM rows
     (decA) and BN columns (decB) once into shared memory, then every thread runs `rest` for
     its TM x TN outputs on those values (a tile element is decoded once per block, not once
     per output).
 
-    fast = (ia, ib, per, fact_a, fact_b): the functions `decA_f`.. `rest_f` of a trace
-    specialised under facts of every A and B element (split_step_source(.., facts)). Each
-    K-step the block checks the facts on the raw tiles it loaded (`__syncthreads_and`, so the
-    branch is uniform) and runs the specialised step where they hold, the general one
-    elsewhere: the same bits, since each is exact on the inputs it runs on."""
+    fast = [(ia, ib, per, fact_a, fact_b, sfx)], most specific first: the functions
+    `decA<sfx>`.. `rest<sfx>` of traces specialised under facts of every A and B element
+    (split_step_source(.., facts, sfx=sfx)). Each K-step the block checks the facts on the raw
+    tiles it loaded (`__syncthreads_and`, so the branch is uniform) and runs the first
+    specialised step whose facts hold, the general one where none do: the same bits, since
+    each is exact on the inputs it runs on. The decoded values of all of them share one
+    buffer (`_union`)."""
     types = tuple(_UT[s] for s in st)
     TA, TB, TC, TD = types
     BM, BN, TM, TN, _ = tile
     NT = (BM // TM) * (BN // TN)
     nbs = max(nb, 1)
-    sh, dec, args = _split_decoders(k, nb, tile, ia, ib, per or {"A": None, "B": None})
-    rest = "rest(" + "".join(f"{args[n]}, " for _, n in ia + ib) + f"({TC})acc[r][c], bad)"
-    chk_a = chk_b = ""
-    if fast is not None:
-        fia, fib, fper, fa, fb = fast
-        fsh, fdec, fargs = _split_decoders(k, nb, tile, fia, fib, fper or {"A": None, "B": None}, "_f")
-        sh += fsh
-        frest = "rest_f(" + "".join(f"{fargs[n]}, " for _, n in fia + fib) + f"({TC})acc[r][c], bad)"
-        chk_a = f" ok &= {fa.c_check(f'As[t][r]')};"
-        chk_b = f" ok &= {fb.c_check(f'Bs[t][c]')};"
-        dec = (f"        if (fast) {{\n{fdec}        }} else {{\n{dec}        }}\n")
-    sync = "const int fast = __syncthreads_and(ok);" if fast is not None else "__syncthreads();"
-    okd = "\n        int ok = 1;" if fast is not None else ""
 
     def outs(call: str) -> str:
         return f"""        #pragma unroll
@@ -537,7 +558,25 @@ def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None, fast=None) ->
             }}
         }}
 """
-    run = outs(rest) if fast is None else f"        if (fast) {{\n{outs(frest)}        }} else {{\n{outs(rest)}        }}\n"
+    sets, decs, runs = [], [], []
+    for q, (fia, fib, fper, _, _, sfx) in enumerate(list(fast) + [(ia, ib, per, None, None, "")]):
+        arrays, dec, args = _split_decoders(k, nb, tile, fia, fib, fper or {"A": None, "B": None}, sfx)
+        sets.append(arrays)
+        decs.append(dec)
+        runs.append(outs(f"rest{sfx}(" + "".join(f"{args[n]}, " for _, n in fia + fib) + f"({TC})acc[r][c], bad)"))
+    chk_a = "".join(f" ok{q} &= {f[3].c_check('As[t][r]')};" for q, f in enumerate(fast))
+    chk_b = "".join(f" ok{q} &= {f[4].c_check('Bs[t][c]')};" for q, f in enumerate(fast))
+    okd = "".join(f"\n        int ok{q} = 1;" for q in range(len(fast)))
+    sync = ("".join(f"const int f{q} = __syncthreads_and(ok{q}); " for q in range(len(fast))).rstrip()
+            or "__syncthreads();")
+
+    def branch(parts: list) -> str:
+        if len(parts) == 1:
+            return parts[0]
+        out = ""
+        for q, part in enumerate(parts[:-1]):
+            out += f"        {'if' if q == 0 else '} else if'} (f{q}) {{\n{part}"
+        return out + f"        }} else {{\n{parts[-1]}        }}\n"
     loop = f"""    for (int kk0 = s0 * {k}; kk0 < s1 * {k}; kk0 += {k}) {{{okd}
         for (int e = threadIdx.x; e < {BM * k}; e += {NT}) {{
             int r = e / {k}, t = e % {k};
@@ -563,11 +602,11 @@ def gemm_split_kernel(k: int, nb: int, st, tile, ia, ib, per=None, fast=None) ->
             }}
         }}
         {sync}
-{dec}        __syncthreads();
-{run}        __syncthreads();
+{branch(decs)}        __syncthreads();
+{branch(runs)}        __syncthreads();
     }}
 """
-    return _gemm_open(types, tile, k, nb, k, nbs, sh) + loop + _gemm_close(tile)
+    return _gemm_open(types, tile, k, nb, k, nbs, _union(sets)) + loop + _gemm_close(tile)
 
 
 def ew_kernel(storages: Sequence[int], out: int) -> str:
@@ -599,9 +638,16 @@ def trace_source(fn: Callable, in_storage: Sequence[int], out_storage: Sequence[
 
 
 
-def finite_fact(fmt_) :
-    """The Fact "finite" (not Inf, not NaN) of a floating-point storage format, or None where
-    every code is finite or the format has no magnitude field (integers, scales)."""
+#: The facts of the specialised GEMM steps, most specific first, with the suffix of their
+#: functions: "normal" (every A and B element finite, not zero, not subnormal: the exponent
+#: field is neither 0 nor all ones) and "finite" (not Inf, not NaN).
+LEVELS = (("normal", "_n"), ("finite", "_f"))
+
+
+def element_fact(fmt_, level: str = "finite"):
+    """The Fact `level` ("finite" or "normal", see LEVELS) of a floating-point storage format,
+    or None where the format has no such magnitude interval (integers, unsigned scales, NaN
+    encoded as -0)."""
     from .compile import Fact
     from .fp import fmt as _fmt
     f = _fmt(fmt_)
@@ -613,26 +659,27 @@ def finite_fact(fmt_) :
         top = (1 << (f.w + f.t)) - 2
     else:
         return None
-    return Fact(f.pad + f.k - 2, 0, (top << f.pad) | ((1 << f.pad) - 1))
+    low = (1 << f.t) << f.pad if level == "normal" else 0        # smallest normal magnitude
+    return Fact(f.pad + f.k - 2, low, (top << f.pad) | ((1 << f.pad) - 1))
 
 
-
-def operand_facts(ins) -> dict:
-    """{input index: Fact} of the specialised GEMM step: every A and B element finite (the
+def operand_facts(ins, level: str = "finite") -> dict:
+    """{input index: Fact} of a specialised GEMM step: every A and B element `level` (the
     inputs of split_step_source: k A elements, k B elements, c, scales). Empty where the
     operand formats have no such fact (integers)."""
-    fa, fb = finite_fact(ins.a), finite_fact(ins.b)
+    fa, fb = element_fact(ins.a, level), element_fact(ins.b, level)
     if fa is None or fb is None:
         return {}
     k = ins.k
     return {**{i: fa for i in range(k)}, **{k + i: fb for i in range(k)}}
 
 
-def split_step_source(th, ins, facts: dict | None = None, head: bool = True) -> tuple[str, list, list, dict]:
+def split_step_source(th, ins, facts: dict | None = None, head: bool = True,
+                      sfx: str = "_f") -> tuple[str, list, list, dict]:
     """step_source's trace split for a GEMM (split_source): decA over one row's k operands
     (and its scales), decB over one column's, rest over their values and c. facts: {input
-    index: Fact} assumed by a specialised trace (its functions are named with a suffix
-    `_f`, so that both traces live in one module; head=False leaves out the macros, which
+    index: Fact} assumed by a specialised trace (its functions are named with the suffix
+    sfx, so that several traces live in one module; head=False leaves out the macros, which
     the general trace's source already holds)."""
     from . import fp
     from .bits import BV
@@ -650,7 +697,7 @@ def split_step_source(th, ins, facts: dict | None = None, head: bool = True) -> 
     b_in = list(range(k, 2 * k)) + list(range(2 * k + 1 + nb, 2 * k + 1 + 2 * nb))
     src, ia, ib, per = split_source(K, outs, [st[3]], a_in, b_in, elems=k)
     if facts:
-        src = _FNS.sub(r"\1_f(", src)
+        src = _FNS.sub(r"\1" + sfx + "(", src)
     if not head:
         return src, ia, ib, per
     return _HEAD + (_HEAD128 if "W128" in src else "") + src, ia, ib, per

@@ -127,11 +127,12 @@ def test_emitted_source_matches_c_path(kind, tmp_path):
                             f"got {hex(int(y[diff[0]]))}, C path {hex(int(ref[diff[0]]))}")
 
 
-def _host_split(ins, th, tmp_path, facts=None):
+def _host_split(ins, th, tmp_path, facts=None, sfx="_f"):
     """The split step (decA / decB per row, or decA1 / decB1 per element, then rest), traced
-    under `facts` when given, composed on the host by g++: (run(columns) -> y, per)."""
-    src, ia, ib, per = cuda.split_step_source(th, ins, facts)
-    sfx = "_f" if facts else ""
+    under `facts` when given (its functions named with sfx), composed on the host by g++:
+    (run(columns) -> y, per)."""
+    src, ia, ib, per = cuda.split_step_source(th, ins, facts, sfx=sfx)
+    sfx = sfx if facts else ""
     st = [fp.fmt(f).storage for f in (ins.a, ins.b, ins.c, ins.d)]
     k, nb = ins.k, (ins.k // ins.scale_block if ins.scale else 0)
     ins_st = [st[0]] * k + [st[1]] * k + [st[2]] + [8] * (2 * nb)
@@ -157,10 +158,14 @@ def _host_split(ins, th, tmp_path, facts=None):
     assert r.returncode == 0, r.stderr[-2000:]
     lib = ctypes.CDLL(str(tmp_path / "s.so"))
 
-    def run(cols):
+    def run(cols, flagged=False):
+        """y; with flagged=True, (y, whether a range check failed) instead of asserting none."""
         y = np.empty(len(cols[0]), dtype={16: np.uint16, 32: np.uint32, 64: np.uint64}[st[3]])
-        assert lib.run(ctypes.c_longlong(len(y)), *[x.ctypes.data_as(ctypes.c_void_p) for x in cols],
-                       y.ctypes.data_as(ctypes.c_void_p)) == 0
+        bad = lib.run(ctypes.c_longlong(len(y)), *[x.ctypes.data_as(ctypes.c_void_p) for x in cols],
+                      y.ctypes.data_as(ctypes.c_void_p))
+        if flagged:
+            return y, bool(bad)
+        assert bad == 0
         return y
     return run, per
 
@@ -189,19 +194,30 @@ def test_split_step_is_the_step(kind, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+@pytest.mark.parametrize("level", ["finite", "normal"])
 @pytest.mark.parametrize("kind", ["t_fdpa", "t_fdpa.f16out", "t_fdpa.tf32", "tr_fdpa",
                                   "e_fdpa", "ftz_addmul", "hmma_fp8_chain", "st_fdpa.scaled"])
-def test_specialised_step_is_the_step_where_its_facts_hold(kind, tmp_path):
-    """The step traced under "every A and B element finite" (the GEMM's fast path) gives the C
-    path's bits on every lane whose A and B elements are finite; on lanes with an Inf or NaN
-    operand it is wrong somewhere (the facts are what it relies on), which is why the GEMM
-    checks them per tile."""
+def test_specialised_step_is_the_step_where_its_facts_hold(kind, level, tmp_path):
+    """A step traced under "every A and B element finite" (or "normal": finite, not zero, not
+    subnormal), the GEMM's fast paths, gives the C path's bits on every lane whose A and B
+    elements satisfy the facts; on the other lanes it is wrong somewhere (the facts are what
+    it relies on), which is why the GEMM checks them per tile."""
     from mmaformal.cuda_source import operand_facts
     ins, th = _ins_th(KINDS[kind])
-    facts = operand_facts(ins)
+    facts = operand_facts(ins, level)
     assert facts, kind
-    run, _ = _host_split(ins, th, tmp_path, facts)
+    run, _ = _host_split(ins, th, tmp_path, facts, "_n" if level == "normal" else "_f")
     a, b, c, sa, sb = _lanes(ins, 600, seed=len(kind) + 7)
+    if level == "normal":                # lanes of ordinary values, some with a zero or a subnormal
+        rng = np.random.default_rng(3)
+        for x, f in ((a, ins.a), (b, ins.b)):
+            fm = fp.fmt(f)
+            mant = rng.integers(0, 1 << (fm.t + fm.pad), size=x.shape, dtype=np.uint64)
+            ex = rng.integers(1, (1 << fm.w) - 1, size=x.shape, dtype=np.uint64)
+            sg = rng.integers(0, 2, size=x.shape, dtype=np.uint64)
+            x[:] = ((sg << np.uint64(fm.k - 1 + fm.pad)) | (ex << np.uint64(fm.t + fm.pad)) | mant).astype(x.dtype)
+            rows = rng.choice(len(x), size=len(x) // 4, replace=False)
+            x[rows, rng.integers(0, x.shape[1], size=len(rows))] = rng.integers(0, 1 << (fm.t + fm.pad), size=len(rows)).astype(x.dtype)
     holds = np.ones(len(a), dtype=bool)
     for i, f in facts.items():
         col = a[:, i] if i < ins.k else b[:, i - ins.k]
@@ -209,9 +225,10 @@ def test_specialised_step_is_the_step_where_its_facts_hold(kind, tmp_path):
     assert 200 < holds.sum() < len(a), holds.sum()
     cols = _columns(ins, a, b, c, sa, sb)
     (ref,) = emulate.step_kernel(ins, th)(*cols)
-    y = run(cols)
-    assert np.array_equal(y[holds], ref[holds])
-    assert (y[~holds] != ref[~holds]).any()
+    assert np.array_equal(run([x[holds] for x in cols]), ref[holds])
+    # elsewhere: a different output, or a range check that fails (the GEMM never runs it there)
+    y, bad = run([x[~holds] for x in cols], flagged=True)
+    assert bad or (y != ref[~holds]).any()
 
 
 def test_emitter_narrows_to_32_bits():
@@ -412,3 +429,32 @@ def test_gpu_specialised_gemm_falls_back_where_a_tile_is_not_finite(kind):
     d0 = mod.gemm_device(Ad, Bd, Cd, None, None, 0, K // ins.k).get()
     d1 = gen.gemm_device(Ad, Bd, Cd, None, None, 0, K // ins.k).get()
     assert np.array_equal(d0, r) and np.array_equal(d1, r)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+def test_fact_check_in_c_is_the_fact(tmp_path):
+    """Fact.c_check, the run-time test the GEMM kernel makes of every raw A and B element, is
+    Fact.holds on every 16-bit code (f16 and bf16, "finite" and "normal") and on tf32's
+    padded codes (the ignored low bits set or not)."""
+    from mmaformal.cuda_source import element_fact
+    cases = [(f, lev) for f in ("f16", "bf16", "tf32", "e4m3", "e5m2") for lev in ("finite", "normal")]
+    body = ""
+    for q, (f, lev) in enumerate(cases):
+        body += f"if (w == {q}) return {element_fact(f, lev).c_check('x')};\n"
+    (tmp_path / "c.cpp").write_text(f'extern "C" int chk(int w, unsigned long long x) {{\n{body}return -1; }}\n')
+    r = subprocess.run(["g++", "-O1", "-w", "-shared", "-fPIC", "-o", str(tmp_path / "c.so"),
+                        str(tmp_path / "c.cpp")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    chk = ctypes.CDLL(str(tmp_path / "c.so")).chk
+    chk.argtypes = [ctypes.c_int, ctypes.c_ulonglong]
+    rng = np.random.default_rng(0)
+    for q, (f, lev) in enumerate(cases):
+        fact = element_fact(f, lev)
+        fm = fp.fmt(f)
+        codes = (range(1 << 16) if fm.storage == 16 else range(1 << 8) if fm.storage == 8
+                 else [int(x) for x in rng.integers(0, 1 << 32, size=20000, dtype=np.uint64)]
+                 + [(1 << fm.pad) * v for v in (0, 1, (1 << fm.t), fm.inf_code, fm.inf_code - 1)])
+        got = [chk(q, x) for x in codes]
+        want = [int(fact.holds(x)) for x in codes]
+        assert got == want, (f, lev)
+        assert 0 < sum(want) < len(want)
