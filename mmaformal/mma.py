@@ -38,7 +38,7 @@ from .trace import record
 
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
-    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "NVIDIA_NAN",
+    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "recast", "NVIDIA_NAN",
     "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT", "TR_TAILS",
     "TR_EMIN", "zero_key", "int_terms", "tr_tail", "recode", "product", "operand",
 ]
@@ -672,7 +672,7 @@ def fpu_dot(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, fc: str, out: str, 
         raise ValueError(f"first must be \"mul\" or \"fma0\", got {first!r}")
     ff, fcc, fo = fmt(f), fmt(fc), fmt(out)
     K = c.k
-    acc = _recast(c, fcc, ff) if fcc is not ff else c
+    acc = recast(c, fcc, ff) if fcc is not ff else c
     zero = K.const(0, ff.storage, False)
     for g in range(0, len(a), G):
         s = fp.mul(ff, a[g], b[g], "RNE", nan) if first == "mul" else \
@@ -683,11 +683,11 @@ def fpu_dot(a: Sequence[BV], b: Sequence[BV], c: BV, f: str, fc: str, out: str, 
         acc = fp.add(ff, acc, s, "RNE", nan)
         record(trace.FpuAcc(acc))
     if fo is not ff:
-        acc = _recast(acc, ff, fo)
+        acc = recast(acc, ff, fo)
     return acc
 
 
-def _recast(x: BV, fs: Format, fd: Format) -> BV:
+def recast(x: BV, fs: Format, fd: Format) -> BV:
     """RNE conversion between formats (exact when widening: HADD2.F32 of an f16; F2FP.F16.F32
     when narrowing); a NaN becomes fd's NVIDIA canonical NaN."""
     u = decode(fs, x)

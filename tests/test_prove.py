@@ -311,6 +311,47 @@ def test_monotonic_int_identity_lemma_fails_for_the_clamp_per_step_rival():
     assert solve_smt2(lm.text, "bitwuzla", 60).status == "sat"
 
 
+def test_fpu_program_lemmas_and_twin():
+    """A compiler-emulated FPU program (sm90 mma.m8n8k4 f16) is recognised as fpu_dot of its
+    converted operands; its lemmas follow its formats (recasts of C and D where they differ,
+    mul.sym where a group starts with a multiply); the cheap ones are UNSAT, the RD fma.sym
+    (the broken twin) is SAT; an FMA chain or a T-FDPA theory is not an FPU program."""
+    names = lambda instr: [x.name for x in CS.fpu_symmetry_lemmas(resolve(instr))]  # noqa: E731
+    base = ["conv.sym", "fma.sym", "fma.cong.zero", "fma.cong.nan", "add.sym", "add.cong.l.zero",
+            "add.cong.r.zero", "add.cong.nan"]
+    assert names("sm90/mma.m8n8k4.f32.f16.f16.f32") == base
+    assert names("sm90/mma.m8n8k4.f32.f16.f16.f16") == base + [
+        "recast.c.sym", "recast.c.cong.zero", "recast.c.cong.nan"]
+    lms = CS.fpu_symmetry_lemmas(resolve("sm90/mma.m8n8k4.f16.f16.f16.f16"))
+    assert [x.name for x in lms] == base + ["mul.sym", "recast.c.sym", "recast.c.cong.zero",
+                                            "recast.c.cong.nan", "recast.d.sym",
+                                            "recast.d.cong.zero", "recast.d.cong.nan"]
+    for lm in lms:
+        if lm.name.startswith(("conv.", "recast.", "add.cong", "fma.cong")):
+            assert solve_smt2(lm.text, "bitwuzla", 60).status == "unsat", lm.name
+    tw = next(x for x in CS.fpu_symmetry_lemmas(resolve("sm90/mma.m8n8k4.f32.f16.f16.f32"), mode="RD")
+              if x.name == "fma.sym")
+    assert solve_smt2(tw.text, "bitwuzla", 120).status == "sat"
+    for other in ("gfx908/v_mfma_f32_16x16x4f32", "sm80/mma.m16n8k16.f32.f16.f16.f32"):
+        with pytest.raises(CC.NotDecomposable):
+            CS.fpu_symmetry_lemmas(resolve(other))
+
+
+def test_fpu_program_check_refuses_another_program(monkeypatch):
+    """The syntactic check is what the combination argument stands on: a traced output that
+    is not fpu_dot of the converted operands (here the program's result added to itself) is
+    refused."""
+    from mmaformal import fp
+    real = CS.traced_dot
+
+    def doubled(m):
+        K, inp, out, notes = real(m)
+        return K, inp, fp.add("f32", out, out), notes
+    monkeypatch.setattr(CS, "traced_dot", doubled)
+    with pytest.raises(CC.NotDecomposable, match="not fpu_dot"):
+        CS.fpu_symmetry_lemmas(resolve("sm90/mma.m8n8k4.f32.f16.f16.f32"))
+
+
 def test_fma_chain_steps_checked_and_twin_lemma_refuted():
     """The FMA chain is recognised step by step; the RD-rounded fma.sym lemma is SAT (the
     broken twin of the symmetry proof), a T-FDPA theory is not an FMA chain."""

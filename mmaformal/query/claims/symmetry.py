@@ -2,8 +2,9 @@
 
 Claim (SYMMETRY_STATEMENT): Phi(-A, B, -C) ~ -Phi(A, B, C) for every input (~: equal bits, or
 both NaN, or both zero). T-FDPA-family chains are proved piece by piece (`symmetry_lemmas`),
-FMA chains step by step (`fma_symmetry_lemmas`), others and refutations monolithically; the
-broken twin is the RD-twin (aligned terms rounded toward -inf), or for a decomposed FMA chain
+FMA chains step by step (`fma_symmetry_lemmas`), compiler-emulated FPU programs op by op
+(`fpu_symmetry_lemmas`), others and refutations monolithically; the broken twin is the
+RD-twin (aligned terms rounded toward -inf), or for a decomposed FMA chain or FPU program
 fma.sym with the fma rounded toward -inf.
 
 Symmetry by induction over the chain of blocks u_1 = B_1(x_1, c), u_j = B_j(x_j, u_{j-1}) and
@@ -26,7 +27,7 @@ addition likewise; ~ is an equivalence relation and respects negation.
 
 May import: claims.common (the structure, lemma runs), claims.core (statements, outcome,
 concrete checks), mmaformal.query.model, .proofs, .solvers, .store, .witness_search,
-mmaformal.mma/fp/bits, z3 (lazily).
+mmaformal.mma/fp/bits/trace, z3 (lazily).
 Invariant: "proved" only from UNSAT (every lemma, or the monolithic query); a refutation's
 witness pair (x, -x) is replayed on every back-end before it is reported.
 """
@@ -35,7 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ... import fp, mma
+from ... import fp, mma, trace
 from ...bits import BV, Z3Backend
 from ..model import (Inputs, Lemma, Model, Witness, approx_equal, free_vars, hex_bits, neg_bits,
                      replay, smt2_text)
@@ -45,12 +46,13 @@ from ..solvers import Result
 from ..store import sha256
 from ..witness_search import symmetry_pair
 from .common import (TR_OPS, NotDecomposable, Structure, bv, decomposed, fma_chain_steps,
-                     monolithic, now, structure, sub, twin_lemma)
+                     monolithic, now, structure, sub, traced_dot, twin_lemma)
 from .core import (SYMMETRY_STATEMENT, SYMMETRY_STATEMENT_INT, approx_int, neg_int, neg_witness,
                    outcome)
 
-__all__ = ["prove_symmetry", "job", "symmetry_lemmas", "fma_symmetry_lemmas", "symmetry_twin",
-           "symmetry_query", "COMBINATION_SYMMETRY", "COMBINATION_SYMMETRY_FMA"]
+__all__ = ["prove_symmetry", "job", "symmetry_lemmas", "fma_symmetry_lemmas", "fpu_symmetry_lemmas",
+           "symmetry_twin", "symmetry_query", "COMBINATION_SYMMETRY", "COMBINATION_SYMMETRY_FMA",
+           "COMBINATION_SYMMETRY_FPU"]
 
 COMBINATION_SYMMETRY = (
     "induction over the chain of blocks: block 1 is symmetric (sym.*: s(E)=E, aligned terms "
@@ -72,6 +74,81 @@ COMBINATION_SYMMETRY_FMA = (
     "+0) ~ fma(a, b, -0), fma.cong.nan: a NaN d gives a NaN output. Induction: s(d_0) = -c = -d_0; s(d_(k+1)) = fma(-a_k, "
     "b_k, s(d_k)) ~ fma(-a_k, b_k, -d_k) (cong, s(d_k) ~ -d_k) ~ -d_(k+1) (sym); ~ (equal, both "
     "NaN, or both zero) is an equivalence relation that negation respects.")
+
+
+COMBINATION_SYMMETRY_FPU = (
+    "the output is mma.fpu_dot of the exactly converted operands (checked syntactically: the "
+    "traced output is the same term as fpu_dot rebuilt on the traced conversions, every a_k "
+    "converted by the same term as a_0); conv.sym: the conversion of -a is the negation of "
+    "the conversion of a; acc_0 = recast(c) (when C is of another format), each group's sum "
+    "s_g an FMA chain started by mul(a, b) or fma(a, b, +0), acc_(g+1) = add(acc_g, s_g), the "
+    "output recast(acc) (when D is of another format). recast.sym, mul.sym, fma.sym, add.sym: "
+    "op(negated inputs) ~ -op(inputs); congruence of ~ in every operand that is not an input "
+    "(fma.cong.zero/.nan, add.cong.l/.r.zero/.nan, recast.cong.zero/.nan: +0 and -0 give "
+    "~-equal results, a NaN gives a NaN; equal bits give the same term). Induction over the "
+    "program as for an FMA chain; fma(-a, b, +0) ~ fma(-a, b, -0) (fma.cong.zero) ~ "
+    "-fma(a, b, +0) (fma.sym); ~ (equal, both NaN, or both zero) is an equivalence relation "
+    "that negation respects.")
+
+
+def fpu_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
+    """The lemmas of a compiler-emulated FPU program (mma.fpu_dot; COMBINATION_SYMMETRY_FPU).
+    mode: another rounding for the fma of fma.sym (the broken twin: RD, refuted)."""
+    import z3
+    th, ins = m.theory, m.ins
+    if th.model != "fpu" or ins.sparse or ins.scale:
+        raise NotDecomposable(f"model {th.model} is not an FPU program")
+    p = th.param_dict
+    f, nan, G, first = th.convert or ins.a, p.get("nan", "default"), p["G"], p.get("first", "fma0")
+    K, inp, out, notes = traced_dot(m)
+    if any(isinstance(n, trace.KOrder) for n in notes):
+        raise NotDecomposable("a k order other than the natural one")
+    conv = [n for n in notes if isinstance(n, trace.ConvertOperands)]
+    ca, cb = (conv[0].a, conv[0].b) if conv else (inp.a, inp.b)
+    if not out.v.eq(mma.fpu_dot(ca, cb, inp.c, f=f, fc=ins.c, out=ins.d, **p).v):
+        raise NotDecomposable("the traced output is not fpu_dot of the converted operands")
+    for k in range(1, m.k):
+        if not ca[k].v.eq(z3.substitute(ca[0].v, (inp.a[0].v, inp.a[k].v))):
+            raise NotDecomposable(f"a_{k} is not converted as a_0")
+    F = fp.fmt(f)
+    V = lambda n, fm: K.var(n, fp.fmt(fm).storage, False)   # noqa: E731
+    x, y, d = V("x", f), V("y", f), V("d", f)
+    z, nz = K.const(0, F.storage, False), neg_bits(K.const(0, F.storage, False), f)
+    q = lambda n: fp.decode(f, n).nan.v                       # noqa: E731
+    sym = lambda name, role, o1, o2, fm=f: Lemma(name, role, [z3.Not(approx_equal(o1, o2, fm).v)])  # noqa: E731
+    fm_ = lambda u, v, w, md="RNE": fp.fma(f, u, v, w, md, nan)   # noqa: E731
+    ad = lambda u, v: fp.add(f, u, v, "RNE", nan)              # noqa: E731
+    a0 = inp.a[0]
+    lms = [Lemma("conv.sym", "the conversion of -a is the negation of the conversion of a",
+                 [z3.Not(z3.substitute(ca[0].v, (a0.v, neg_bits(a0, ins.a).v))
+                         == neg_bits(ca[0], f).v)]),
+           sym("fma.sym", "fma(-a, b, -d) ~ -fma(a, b, d)",
+               fm_(neg_bits(x, f), y, neg_bits(d, f), mode or "RNE"), neg_bits(fm_(x, y, d, mode or "RNE"), f)),
+           sym("fma.cong.zero", "fma(a, b, +0) ~ fma(a, b, -0)", fm_(x, y, z), fm_(x, y, nz)),
+           Lemma("fma.cong.nan", "a NaN accumulator gives a NaN output", [q(d), z3.Not(q(fm_(x, y, d)))]),
+           sym("add.sym", "add(-u, -v) ~ -add(u, v)", ad(neg_bits(x, f), neg_bits(y, f)),
+               neg_bits(ad(x, y), f)),
+           sym("add.cong.l.zero", "add(+0, v) ~ add(-0, v)", ad(z, y), ad(nz, y)),
+           sym("add.cong.r.zero", "add(u, +0) ~ add(u, -0)", ad(x, z), ad(x, nz)),
+           Lemma("add.cong.nan", "a NaN operand gives a NaN sum",
+                 [z3.Or(q(x), q(y)), z3.Not(q(ad(x, y)))])]
+    if first == "mul":
+        mu = lambda u, v: fp.mul(f, u, v, "RNE", nan)           # noqa: E731
+        lms.append(sym("mul.sym", "mul(-a, b) ~ -mul(a, b)", mu(neg_bits(x, f), y), neg_bits(mu(x, y), f)))
+    for tag, fs, fd in (("c", ins.c, f), ("d", f, ins.d)):
+        if fp.fmt(fs) is fp.fmt(fd):
+            continue
+        FS, FD = fp.fmt(fs), fp.fmt(fd)
+        u = V(f"r{tag}", fs)
+        rc = lambda w: mma.recast(w, FS, FD)                     # noqa: E731
+        zs = K.const(0, FS.storage, False)
+        lms += [sym(f"recast.{tag}.sym", f"recast {fs} -> {fd} of -u ~ -recast of u",
+                    rc(neg_bits(u, fs)), neg_bits(rc(u), fd), fd),
+                sym(f"recast.{tag}.cong.zero", f"recast {fs} -> {fd} of +0 ~ of -0",
+                    rc(zs), rc(neg_bits(zs, fs)), fd),
+                Lemma(f"recast.{tag}.cong.nan", f"recast {fs} -> {fd} of a NaN is a NaN",
+                      [fp.decode(fs, u).nan.v, z3.Not(fp.decode(fd, rc(u)).nan.v)])]
+    return lms
 
 
 # ============================================================================================
@@ -329,9 +406,10 @@ def _replay(m: Model, inp: Inputs, backends):
 def _decomposed_attempt(m: Model, claim: str, method, solver, timeout, persist, emit, t0):
     """(result or None, why): the lemmas of a decomposable model, run within the claim's time."""
     fma = m.theory.model == "fma"
-    if fma:
-        status, parts, why = decomposed([m], fma_symmetry_lemmas, method, solver, timeout,
-                                        persist, t0)
+    fpu = m.theory.model == "fpu"
+    if fma or fpu:
+        status, parts, why = decomposed([m], fpu_symmetry_lemmas if fpu else fma_symmetry_lemmas,
+                                        method, solver, timeout, persist, t0)
     else:
         status, parts, why = decomposed([structure(m)], symmetry_lemmas, method, solver,
                                         timeout, persist, t0)
@@ -345,7 +423,8 @@ def _decomposed_attempt(m: Model, claim: str, method, solver, timeout, persist, 
     if status == "proved":
         return outcome("proved", claim, [m], now() - t0, solver_used, method="decomposed",
                        parts=parts, _texts=texts,
-                       combination=COMBINATION_SYMMETRY_FMA if fma else COMBINATION_SYMMETRY), ""
+                       combination=(COMBINATION_SYMMETRY_FPU if fpu else COMBINATION_SYMMETRY_FMA
+                                    if fma else COMBINATION_SYMMETRY)), ""
     if status == "unknown" and method == "decomposed":
         return outcome("unknown", claim, [m], now() - t0, solver_used, method="decomposed",
                        parts=parts, reason=f"lemma {parts[-1]['lemma']} undecided"), ""
@@ -403,7 +482,7 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     res["query_sha256"] = sha256(mono_text)
     res["seconds"] = round(now() - t0, 3)          # the proof (or refutation) alone
     if res["status"] == "proved" and twin:
-        res["twin"] = (fma_twin(m, solver, timeout) if m.theory.model == "fma" and
+        res["twin"] = (fma_twin(m, solver, timeout) if m.theory.model in ("fma", "fpu") and
                        res["method"] == "decomposed" else
                        symmetry_twin(m, solver, timeout, backends))
     res["group"] = list(group) or [m.ins.name]
@@ -429,10 +508,11 @@ def job(m: Model, names: Sequence[str], o: dict) -> dict:
 # ============================================================================================
 
 def fma_twin(m: Model, solver, timeout) -> dict:
-    """The broken twin of a decomposed FMA-chain proof: fma.sym for the fma rounded toward
-    -inf (RD is not odd) must be refuted by the same solver."""
+    """The broken twin of a decomposed FMA-chain (or FPU-program) proof: fma.sym for the fma
+    rounded toward -inf (RD is not odd) must be refuted by the same solver."""
     t0 = now()
-    lm = fma_symmetry_lemmas(m, mode="RD")[0]
+    make = fpu_symmetry_lemmas if m.theory.model == "fpu" else fma_symmetry_lemmas
+    lm = next(x for x in make(m, mode="RD") if x.name == "fma.sym")
     return twin_lemma(m, lm, "fma.sym with the fma rounded toward -inf (RD)", solver, timeout,
                       t0)
 
