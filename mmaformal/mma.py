@@ -38,7 +38,8 @@ from .trace import record
 
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
-    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "recast", "NVIDIA_NAN",
+    "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "recast", "flush_in",
+    "NVIDIA_NAN",
     "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT", "TR_TAILS",
     "TR_EMIN", "zero_key", "int_terms", "tr_tail", "recode", "product", "operand",
 ]
@@ -559,7 +560,7 @@ def gtr_fdpa(a, b, c, fa, fb, F: int, F2: int, zero_exp: str = "excluded", nan=N
 # Binary operations and chains.
 # ------------------------------------------------------------------------------------------
 
-def _flush_in(u: Unpacked) -> Unpacked:
+def flush_in(u: Unpacked) -> Unpacked:
     """FlushSubnormal: a subnormal input becomes +0 ([Xie2025] Algorithm 2, lines 1-3)."""
     K = u.sig.k
     sub = ~u.zero & (u.sig < (1 << u.fmt.t)) & u.finite
@@ -584,14 +585,15 @@ def ftz_mul(x: Unpacked, y: Unpacked, out: str = "f32", nan="default") -> BV:
     return _ieee_special(fo, fin, [operand(x), operand(y)], t.nan, t.inf, t.sign, nan)
 
 
-def ftz_add(x: Unpacked, y: Unpacked, out: str = "f32", nan="default") -> BV:
-    """FTZ-Add (Algorithm 1): RNE-FP32(x+y), then flush a subnormal result to a signed zero."""
+def ftz_add(x: Unpacked, y: Unpacked, out: str = "f32", nan="default", mode: str = "RNE") -> BV:
+    """FTZ-Add (Algorithm 1): RNE-FP32(x+y), then flush a subnormal result to a signed zero.
+    (mode: another rounding, for the broken twin of a symmetry proof only.)"""
     fo = fmt(out)
     ew = max(x.exp.w, y.exp.w) + 2
     s = fp.add_exact(x.sign, x.exp.resize(ew) - x.fmt.t, x.sig, y.sign, y.exp.resize(ew) - y.fmt.t,
                      y.sig, p_min=fo.p)
     sign = ite(s.zero, ite(x.sign ^ y.sign, x.sign.k.bconst(False), x.sign), s.sign)
-    fin = _ftz_out(round_to(fo, sign, s.exp, s.sig, "RNE", s.sticky), fo)
+    fin = _ftz_out(round_to(fo, sign, s.exp, s.sig, mode, s.sticky), fo)
     nanc = x.nan | y.nan | (x.inf & y.inf & (x.sign ^ y.sign))
     return _ieee_special(fo, fin, [operand(x), operand(y)], nanc, x.inf | y.inf,
                          ite(x.inf, x.sign, y.sign), nan)
@@ -614,9 +616,9 @@ def ftz_addmul(a: Sequence[BV], b: Sequence[BV], c: BV, fa, fb, P: int, fc: str 
         raise ValueError(f"P must be 2 or 4 and divide K, got P={P}, K={len(a)}")
     f32 = fmt(fc)
     d = decode(f32, c)
-    d = decode(f32, recode(_flush_in(d)))
+    d = decode(f32, recode(flush_in(d)))
     for k in range(0, len(a), P):
-        ps = [decode(f32, ftz_mul(_flush_in(decode(fa, a[k + l])), _flush_in(decode(fb, b[k + l])), fc.name, nan))
+        ps = [decode(f32, ftz_mul(flush_in(decode(fa, a[k + l])), flush_in(decode(fb, b[k + l])), fc.name, nan))
               for l in range(P)]
         s = ftz_add(ps[0], ps[1], fc.name, nan)
         if P == 4:

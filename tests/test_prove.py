@@ -352,6 +352,28 @@ def test_fpu_program_check_refuses_another_program(monkeypatch):
         CS.fpu_symmetry_lemmas(resolve("sm90/mma.m8n8k4.f32.f16.f16.f32"))
 
 
+def test_ftz_addmul_lemmas_proved_and_twin_refuted(monkeypatch):
+    """An FTZ-AddMul chain (gfx90a f16, P = 4) is recognised as ftz_addmul of its inputs; all its
+    op lemmas are UNSAT (each under a second here), the RD FTZ-Add's add.sym (the broken twin)
+    is SAT, and a traced output that is not ftz_addmul is refused."""
+    m = resolve("gfx90a/v_mfma_f32_16x16x4f16")
+    lms = CS.ftz_symmetry_lemmas(m)
+    assert [x.name for x in lms] == ["c.sym", "mul.sym", "add.sym", "add.cong.l.zero",
+                                     "add.cong.r.zero", "add.cong.nan", "out.sym",
+                                     "out.cong.zero", "out.cong.nan"]
+    for lm in lms:
+        assert solve_smt2(lm.text, "bitwuzla", 60).status == "unsat", lm.name
+    tw = next(x for x in CS.ftz_symmetry_lemmas(m, mode="RD") if x.name == "add.sym")
+    assert solve_smt2(tw.text, "bitwuzla", 60).status == "sat"
+    with pytest.raises(CC.NotDecomposable):
+        CS.ftz_symmetry_lemmas(resolve("gfx908/v_mfma_f32_16x16x4f16"))
+    from mmaformal import fp
+    real = CS.traced_dot
+    monkeypatch.setattr(CS, "traced_dot", lambda mm: (lambda K, i, o, n: (K, i, fp.add("f32", o, o), n))(*real(mm)))
+    with pytest.raises(CC.NotDecomposable, match="not ftz_addmul"):
+        CS.ftz_symmetry_lemmas(m)
+
+
 def test_fma_chain_steps_checked_and_twin_lemma_refuted():
     """The FMA chain is recognised step by step; the RD-rounded fma.sym lemma is SAT (the
     broken twin of the symmetry proof), a T-FDPA theory is not an FMA chain."""

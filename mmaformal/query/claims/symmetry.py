@@ -2,10 +2,10 @@
 
 Claim (SYMMETRY_STATEMENT): Phi(-A, B, -C) ~ -Phi(A, B, C) for every input (~: equal bits, or
 both NaN, or both zero). T-FDPA-family chains are proved piece by piece (`symmetry_lemmas`),
-FMA chains step by step (`fma_symmetry_lemmas`), compiler-emulated FPU programs op by op
-(`fpu_symmetry_lemmas`), others and refutations monolithically; the broken twin is the
-RD-twin (aligned terms rounded toward -inf), or for a decomposed FMA chain or FPU program
-fma.sym with the fma rounded toward -inf.
+FMA chains step by step (`fma_symmetry_lemmas`), compiler-emulated FPU programs and FTZ-AddMul
+chains op by op (`fpu_symmetry_lemmas`, `ftz_symmetry_lemmas`), others and refutations
+monolithically; the broken twin is the RD-twin (aligned terms rounded toward -inf), or for a
+proof op by op its rounding lemma (fma.sym, add.sym) with that op rounded toward -inf.
 
 Symmetry by induction over the chain of blocks u_1 = B_1(x_1, c), u_j = B_j(x_j, u_{j-1}) and
 the final IEEE addition of c where the theory accumulates that way. Lemmas, with s = the
@@ -51,8 +51,9 @@ from .core import (SYMMETRY_STATEMENT, SYMMETRY_STATEMENT_INT, approx_int, neg_i
                    outcome)
 
 __all__ = ["prove_symmetry", "job", "symmetry_lemmas", "fma_symmetry_lemmas", "fpu_symmetry_lemmas",
-           "symmetry_twin", "symmetry_query", "COMBINATION_SYMMETRY", "COMBINATION_SYMMETRY_FMA",
-           "COMBINATION_SYMMETRY_FPU"]
+           "ftz_symmetry_lemmas", "symmetry_twin", "op_twin", "symmetry_query",
+           "COMBINATION_SYMMETRY", "COMBINATION_SYMMETRY_FMA", "COMBINATION_SYMMETRY_FPU",
+           "COMBINATION_SYMMETRY_FTZ"]
 
 COMBINATION_SYMMETRY = (
     "induction over the chain of blocks: block 1 is symmetric (sym.*: s(E)=E, aligned terms "
@@ -149,6 +150,62 @@ def fpu_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
                 Lemma(f"recast.{tag}.cong.nan", f"recast {fs} -> {fd} of a NaN is a NaN",
                       [fp.decode(fs, u).nan.v, z3.Not(fp.decode(fd, rc(u)).nan.v)])]
     return lms
+
+
+COMBINATION_SYMMETRY_FTZ = (
+    "the output is mma.ftz_addmul (checked syntactically: the traced output is the same term "
+    "as ftz_addmul rebuilt on the inputs): d_0 = cin(c) (flush, re-encode), groups of P "
+    "products mul(a, b) = FTZ-Mul of the flushed operands, summed pairwise by FTZ-Add, "
+    "d_(g+1) = add(d_g, s_g), the output out(d) (re-encode). c.sym, mul.sym, add.sym, out.sym: "
+    "op(negated inputs) ~ -op(inputs); add.cong.l/.r.zero, add.cong.nan, out.cong.zero/.nan: "
+    "congruence of ~ in every operand that is not an input. Induction over the program as for "
+    "an FMA chain; ~ (equal, both NaN, or both zero) is an equivalence relation that negation "
+    "respects.")
+
+
+def ftz_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
+    """The lemmas of an FTZ-AddMul chain (mma.ftz_addmul; COMBINATION_SYMMETRY_FTZ). mode:
+    another rounding for the FTZ-Add of add.sym (the broken twin: RD, refuted)."""
+    import z3
+    th, ins = m.theory, m.ins
+    if th.model != "ftz_addmul" or ins.sparse or ins.scale or th.convert:
+        raise NotDecomposable(f"model {th.model} is not an FTZ-AddMul chain")
+    p = th.param_dict
+    nan = p.get("nan", "default")
+    K, inp, out, notes = traced_dot(m)
+    if any(isinstance(n, trace.KOrder) for n in notes):
+        raise NotDecomposable("a k order other than the natural one")
+    if not out.v.eq(mma.ftz_addmul(inp.a, inp.b, inp.c, ins.a, ins.b, fc=ins.c, **p).v):
+        raise NotDecomposable("the traced output is not ftz_addmul of the inputs")
+    f = ins.c
+    F = fp.fmt(f)
+    x, y = K.var("x", F.storage, False), K.var("y", F.storage, False)
+    a, b = K.var("a", fp.fmt(ins.a).storage, False), K.var("b", fp.fmt(ins.b).storage, False)
+    z, nz = K.const(0, F.storage, False), neg_bits(K.const(0, F.storage, False), f)
+    dec = lambda v: fp.decode(f, v)                                        # noqa: E731
+    add = lambda u, v, md="RNE": mma.ftz_add(dec(u), dec(v), F.name, nan, md)  # noqa: E731
+    mul = lambda u, v: mma.ftz_mul(mma.flush_in(fp.decode(ins.a, u)),      # noqa: E731
+                                   mma.flush_in(fp.decode(ins.b, v)), F.name, nan)
+    cin = lambda v: mma.recode(mma.flush_in(dec(v)))                       # noqa: E731
+    fin = lambda v: mma.recode(dec(v))                                     # noqa: E731
+    sym = lambda name, role, o1, o2: Lemma(name, role, [z3.Not(approx_equal(o1, o2, f).v)])  # noqa: E731
+    q = lambda v: dec(v).nan.v                                             # noqa: E731
+    md = mode or "RNE"
+    return [
+        sym("c.sym", "the flushed, re-encoded c of -c ~ -(that of c)", cin(neg_bits(x, f)),
+            neg_bits(cin(x), f)),
+        sym("mul.sym", "FTZ-Mul(-a, b) ~ -FTZ-Mul(a, b)", mul(neg_bits(a, ins.a), b),
+            neg_bits(mul(a, b), f)),
+        sym("add.sym", "FTZ-Add(-u, -v) ~ -FTZ-Add(u, v)", add(neg_bits(x, f), neg_bits(y, f), md),
+            neg_bits(add(x, y, md), f)),
+        sym("add.cong.l.zero", "FTZ-Add(+0, v) ~ FTZ-Add(-0, v)", add(z, y), add(nz, y)),
+        sym("add.cong.r.zero", "FTZ-Add(u, +0) ~ FTZ-Add(u, -0)", add(x, z), add(x, nz)),
+        Lemma("add.cong.nan", "a NaN operand gives a NaN sum", [z3.Or(q(x), q(y)), z3.Not(q(add(x, y)))]),
+        sym("out.sym", "the re-encoded output of -u ~ -(that of u)", fin(neg_bits(x, f)),
+            neg_bits(fin(x), f)),
+        sym("out.cong.zero", "the re-encoded output of +0 ~ of -0", fin(z), fin(nz)),
+        Lemma("out.cong.nan", "a NaN stays a NaN", [q(x), z3.Not(q(fin(x)))]),
+    ]
 
 
 # ============================================================================================
@@ -365,6 +422,12 @@ def fma_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
     ]
 
 
+#: Models proved op by op: (lemma maker, the lemma whose RD form is the broken twin, combination)
+_BY_OP = {"fma": (fma_symmetry_lemmas, "fma.sym", COMBINATION_SYMMETRY_FMA),
+          "fpu": (fpu_symmetry_lemmas, "fma.sym", COMBINATION_SYMMETRY_FPU),
+          "ftz_addmul": (ftz_symmetry_lemmas, "add.sym", COMBINATION_SYMMETRY_FTZ)}
+
+
 # ============================================================================================
 # The claim
 # ============================================================================================
@@ -405,11 +468,9 @@ def _replay(m: Model, inp: Inputs, backends):
 
 def _decomposed_attempt(m: Model, claim: str, method, solver, timeout, persist, emit, t0):
     """(result or None, why): the lemmas of a decomposable model, run within the claim's time."""
-    fma = m.theory.model == "fma"
-    fpu = m.theory.model == "fpu"
-    if fma or fpu:
-        status, parts, why = decomposed([m], fpu_symmetry_lemmas if fpu else fma_symmetry_lemmas,
-                                        method, solver, timeout, persist, t0)
+    by_op = _BY_OP.get(m.theory.model)
+    if by_op is not None:
+        status, parts, why = decomposed([m], by_op[0], method, solver, timeout, persist, t0)
     else:
         status, parts, why = decomposed([structure(m)], symmetry_lemmas, method, solver,
                                         timeout, persist, t0)
@@ -423,8 +484,7 @@ def _decomposed_attempt(m: Model, claim: str, method, solver, timeout, persist, 
     if status == "proved":
         return outcome("proved", claim, [m], now() - t0, solver_used, method="decomposed",
                        parts=parts, _texts=texts,
-                       combination=(COMBINATION_SYMMETRY_FPU if fpu else COMBINATION_SYMMETRY_FMA
-                                    if fma else COMBINATION_SYMMETRY)), ""
+                       combination=by_op[2] if by_op else COMBINATION_SYMMETRY), ""
     if status == "unknown" and method == "decomposed":
         return outcome("unknown", claim, [m], now() - t0, solver_used, method="decomposed",
                        parts=parts, reason=f"lemma {parts[-1]['lemma']} undecided"), ""
@@ -482,7 +542,7 @@ def prove_symmetry(m: Model, solver: str = "bitwuzla", timeout: float | None = 6
     res["query_sha256"] = sha256(mono_text)
     res["seconds"] = round(now() - t0, 3)          # the proof (or refutation) alone
     if res["status"] == "proved" and twin:
-        res["twin"] = (fma_twin(m, solver, timeout) if m.theory.model in ("fma", "fpu") and
+        res["twin"] = (op_twin(m, solver, timeout) if m.theory.model in _BY_OP and
                        res["method"] == "decomposed" else
                        symmetry_twin(m, solver, timeout, backends))
     res["group"] = list(group) or [m.ins.name]
@@ -507,14 +567,15 @@ def job(m: Model, names: Sequence[str], o: dict) -> dict:
 # Broken twins
 # ============================================================================================
 
-def fma_twin(m: Model, solver, timeout) -> dict:
-    """The broken twin of a decomposed FMA-chain (or FPU-program) proof: fma.sym for the fma
-    rounded toward -inf (RD is not odd) must be refuted by the same solver."""
+def op_twin(m: Model, solver, timeout) -> dict:
+    """The broken twin of a proof op by op (an FMA chain, an FPU program, an FTZ-AddMul
+    chain): its rounding lemma (fma.sym, or add.sym for FTZ-Add) for the op rounded toward
+    -inf (RD is not odd) must be refuted by the same solver."""
     t0 = now()
-    make = fpu_symmetry_lemmas if m.theory.model == "fpu" else fma_symmetry_lemmas
-    lm = next(x for x in make(m, mode="RD") if x.name == "fma.sym")
-    return twin_lemma(m, lm, "fma.sym with the fma rounded toward -inf (RD)", solver, timeout,
-                      t0)
+    make, name, _ = _BY_OP[m.theory.model]
+    lm = next(x for x in make(m, mode="RD") if x.name == name)
+    return twin_lemma(m, lm, f"{name} with the {name.split('.')[0]} rounded toward -inf (RD)",
+                      solver, timeout, t0)
 
 
 def symmetry_twin(m: Model, solver, timeout, backends) -> dict:
