@@ -39,8 +39,7 @@ from .trace import record
 __all__ = [
     "Term", "RHO", "rho_of", "t_fdpa", "st_fdpa", "gst_fdpa", "e_fdpa", "tr_fdpa", "gtr_fdpa",
     "ftz_add", "ftz_mul", "fma_chain", "ftz_addmul", "fdpa_chain", "fpu_dot", "recast", "flush_in",
-    "NVIDIA_NAN",
-    "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT", "TR_TAILS",
+    "NVIDIA_NAN", "int_chain", "INT32_MIN", "INT32_MAX", "SAT_AT", "SAT", "TR_TAILS",
     "TR_EMIN", "zero_key", "int_terms", "tr_tail", "recode", "product", "operand",
 ]
 
