@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from mmaformal import fp
+from mmaformal.cuda_source import element_fact
 
 #: (alias, instruction, native kind, what the native reference is)
 ROWS = [
@@ -170,7 +171,12 @@ def special_gemm(ins, n: int, rng, region: int = 64):
 
 
 def finite_mask(bits: np.ndarray, fmt_name: str) -> np.ndarray:
-    """Elementwise: the raw bits encode a finite value (the padding of tf32 ignored)."""
+    """Elementwise: the raw bits encode a finite value (the padding of tf32 ignored): the
+    kernel's own fact (cuda_source.element_fact) where the format has one."""
+    fact = element_fact(fmt_name, "finite")
+    if fact is not None:
+        v = bits.astype(np.uint64) & np.uint64((1 << (fact.hb + 1)) - 1)
+        return (v >= np.uint64(fact.lo)) & (v <= np.uint64(fact.hi))
     f = fp.fmt(fmt_name)
     v = (bits.astype(np.uint64) >> np.uint64(f.pad)) & np.uint64((1 << f.k) - 1)
     mag = v & np.uint64((1 << (f.w + f.t)) - 1)

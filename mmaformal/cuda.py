@@ -201,8 +201,8 @@ def _flag_check(flag, what: str) -> None:
 #: GEMM tiling: BM x BN outputs per block, TM x TN per thread, KS instruction steps per stage
 #: (KS is used by the whole-step kernel; the split kernel walks one step per stage).
 #: Source: bench/bench_gpu.py on an H200, 2026-11-28 (docs/gpu.md), sm90 f16 -> f32 8192^3, the
-#: specialised step: 32x64 blocks with 4x2 outputs per thread 0.943 s, 2x4 0.984 s (the first
-#: version of the step: 1.029 s and 1.074 s); on an H100, 2026-11-24, the general step: 2x4
+#: finite step with the native clz: 32x64 blocks with 4x2 outputs per thread 0.943 s, 2x4
+#: 0.984 s (its first build: 1.029 s and 1.074 s); on an H100, 2026-11-24, the general step: 2x4
 #: 1.73 s, 16x64 1x4 1.80 s, 32x32 2x2 1.89 s, the whole-step kernel 2.79 s. ALU-pipe bound (ncu).
 GEMM_TILE = tuple(int(x) for x in os.environ.get("MMAFORMAL_GEMM_TILE", "32,64,4,2,1").split(","))
 #: The tiling of steps of more than BIG_STEP traced statements (the sm90 fp8 HMMA chain: 10,516),
@@ -245,11 +245,18 @@ class DotModule:
                              f"(BM/TM)*(BN/TN) <= 1024 threads")
         self.step = src
         self._mods: dict[str, Any] = {}
+        self._srcs: dict[str, str] = {}         # which -> source (tracing runs once per module)
 
     def source(self, which: str) -> str:
         """'sim' (sim + lanes kernels) or 'gemm': the CUDA source of that module. The GEMM
         decodes each tile element once per block (split_source) when its decoded values fit
         SPLIT_SMEM bytes of shared memory per stage, else it runs the whole step per output."""
+        src = self._srcs.get(which)
+        if src is None:
+            src = self._srcs[which] = self._source(which)
+        return src
+
+    def _source(self, which: str) -> str:
         geo = (self.k, self.nb, self.m, self.n, self.st)
         if which == "gemm" and self._split is not None and SPLIT_SMEM > 0:
             src, ia, ib, per = self._split()

@@ -77,6 +77,34 @@ COMBINATION_SYMMETRY_FMA = (
     "NaN, or both zero) is an equivalence relation that negation respects.")
 
 
+def _checked_program(m: Model, rebuild, what: str):
+    """(K, inputs) of m's dot product traced on fresh symbolic inputs, after the syntactic check
+    that a proof op by op stands on: the natural k order, and a traced output that is the same
+    term as rebuild(inputs, trace notes) (NotDecomposable naming `what` otherwise)."""
+    K, inp, out, notes = traced_dot(m)
+    if any(isinstance(n, trace.KOrder) for n in notes):
+        raise NotDecomposable("a k order other than the natural one")
+    if not out.v.eq(rebuild(inp, notes).v):
+        raise NotDecomposable(f"the traced output is not {what}")
+    return K, inp
+
+
+def _sym(name: str, role: str, o1: BV, o2: BV, f) -> Lemma:
+    """The lemma o1 ~ o2 for every value of their variables (its negation is asserted)."""
+    import z3
+    return Lemma(name, role, [z3.Not(approx_equal(o1, o2, f).v)])
+
+
+def _cong(prefix: str, op, v: BV, fi, fo, role_zero: str, role_nan: str) -> list[Lemma]:
+    """The congruence of ~ in one operand of op (v: a variable of format fi; op's result is
+    of format fo): <prefix>.zero, op(+0) ~ op(-0); <prefix>.nan, a NaN v gives a NaN op(v)."""
+    import z3
+    z = v.k.const(0, v.w, False)
+    return [_sym(f"{prefix}.zero", role_zero, op(z), op(neg_bits(z, fi)), fo),
+            Lemma(f"{prefix}.nan", role_nan, [fp.decode(fi, v).nan.v,
+                                              z3.Not(fp.decode(fo, op(v)).nan.v)])]
+
+
 COMBINATION_SYMMETRY_FPU = (
     "the output is mma.fpu_dot of the exactly converted operands (checked syntactically: the "
     "traced output is the same term as fpu_dot rebuilt on the traced conversions, every a_k "
@@ -100,14 +128,15 @@ def fpu_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
     if th.model != "fpu" or ins.sparse or ins.scale:
         raise NotDecomposable(f"model {th.model} is not an FPU program")
     p = th.param_dict
-    f, nan, G, first = th.convert or ins.a, p.get("nan", "default"), p["G"], p.get("first", "fma0")
-    K, inp, out, notes = traced_dot(m)
-    if any(isinstance(n, trace.KOrder) for n in notes):
-        raise NotDecomposable("a k order other than the natural one")
-    conv = [n for n in notes if isinstance(n, trace.ConvertOperands)]
-    ca, cb = (conv[0].a, conv[0].b) if conv else (inp.a, inp.b)
-    if not out.v.eq(mma.fpu_dot(ca, cb, inp.c, f=f, fc=ins.c, out=ins.d, **p).v):
-        raise NotDecomposable("the traced output is not fpu_dot of the converted operands")
+    f, nan, first = th.convert or ins.a, p.get("nan", "default"), p.get("first", "fma0")
+    conv: list = []
+
+    def rebuild(inp, notes):
+        cv = [n for n in notes if isinstance(n, trace.ConvertOperands)]
+        conv[:] = [cv[0].a, cv[0].b] if cv else [inp.a, inp.b]
+        return mma.fpu_dot(conv[0], conv[1], inp.c, f=f, fc=ins.c, out=ins.d, **p)
+    K, inp = _checked_program(m, rebuild, "fpu_dot of the converted operands")
+    ca = conv[0]
     for k in range(1, m.k):
         if not ca[k].v.eq(z3.substitute(ca[0].v, (inp.a[0].v, inp.a[k].v))):
             raise NotDecomposable(f"a_{k} is not converted as a_0")
@@ -116,39 +145,37 @@ def fpu_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
     x, y, d = V("x", f), V("y", f), V("d", f)
     z, nz = K.const(0, F.storage, False), neg_bits(K.const(0, F.storage, False), f)
     q = lambda n: fp.decode(f, n).nan.v                       # noqa: E731
-    sym = lambda name, role, o1, o2, fm=f: Lemma(name, role, [z3.Not(approx_equal(o1, o2, fm).v)])  # noqa: E731
     fm_ = lambda u, v, w, md="RNE": fp.fma(f, u, v, w, md, nan)   # noqa: E731
     ad = lambda u, v: fp.add(f, u, v, "RNE", nan)              # noqa: E731
     a0 = inp.a[0]
     lms = [Lemma("conv.sym", "the conversion of -a is the negation of the conversion of a",
                  [z3.Not(z3.substitute(ca[0].v, (a0.v, neg_bits(a0, ins.a).v))
                          == neg_bits(ca[0], f).v)]),
-           sym("fma.sym", "fma(-a, b, -d) ~ -fma(a, b, d)",
-               fm_(neg_bits(x, f), y, neg_bits(d, f), mode or "RNE"), neg_bits(fm_(x, y, d, mode or "RNE"), f)),
-           sym("fma.cong.zero", "fma(a, b, +0) ~ fma(a, b, -0)", fm_(x, y, z), fm_(x, y, nz)),
-           Lemma("fma.cong.nan", "a NaN accumulator gives a NaN output", [q(d), z3.Not(q(fm_(x, y, d)))]),
-           sym("add.sym", "add(-u, -v) ~ -add(u, v)", ad(neg_bits(x, f), neg_bits(y, f)),
-               neg_bits(ad(x, y), f)),
-           sym("add.cong.l.zero", "add(+0, v) ~ add(-0, v)", ad(z, y), ad(nz, y)),
-           sym("add.cong.r.zero", "add(u, +0) ~ add(u, -0)", ad(x, z), ad(x, nz)),
+           _sym("fma.sym", "fma(-a, b, -d) ~ -fma(a, b, d)",
+                fm_(neg_bits(x, f), y, neg_bits(d, f), mode or "RNE"),
+                neg_bits(fm_(x, y, d, mode or "RNE"), f), f),
+           *_cong("fma.cong", lambda w: fm_(x, y, w), d, f, f, "fma(a, b, +0) ~ fma(a, b, -0)",
+                  "a NaN accumulator gives a NaN output"),
+           _sym("add.sym", "add(-u, -v) ~ -add(u, v)", ad(neg_bits(x, f), neg_bits(y, f)),
+                neg_bits(ad(x, y), f), f),
+           _sym("add.cong.l.zero", "add(+0, v) ~ add(-0, v)", ad(z, y), ad(nz, y), f),
+           _sym("add.cong.r.zero", "add(u, +0) ~ add(u, -0)", ad(x, z), ad(x, nz), f),
            Lemma("add.cong.nan", "a NaN operand gives a NaN sum",
                  [z3.Or(q(x), q(y)), z3.Not(q(ad(x, y)))])]
     if first == "mul":
         mu = lambda u, v: fp.mul(f, u, v, "RNE", nan)           # noqa: E731
-        lms.append(sym("mul.sym", "mul(-a, b) ~ -mul(a, b)", mu(neg_bits(x, f), y), neg_bits(mu(x, y), f)))
+        lms.append(_sym("mul.sym", "mul(-a, b) ~ -mul(a, b)", mu(neg_bits(x, f), y),
+                        neg_bits(mu(x, y), f), f))
     for tag, fs, fd in (("c", ins.c, f), ("d", f, ins.d)):
         if fp.fmt(fs) is fp.fmt(fd):
             continue
         FS, FD = fp.fmt(fs), fp.fmt(fd)
         u = V(f"r{tag}", fs)
         rc = lambda w: mma.recast(w, FS, FD)                     # noqa: E731
-        zs = K.const(0, FS.storage, False)
-        lms += [sym(f"recast.{tag}.sym", f"recast {fs} -> {fd} of -u ~ -recast of u",
-                    rc(neg_bits(u, fs)), neg_bits(rc(u), fd), fd),
-                sym(f"recast.{tag}.cong.zero", f"recast {fs} -> {fd} of +0 ~ of -0",
-                    rc(zs), rc(neg_bits(zs, fs)), fd),
-                Lemma(f"recast.{tag}.cong.nan", f"recast {fs} -> {fd} of a NaN is a NaN",
-                      [fp.decode(fs, u).nan.v, z3.Not(fp.decode(fd, rc(u)).nan.v)])]
+        lms += [_sym(f"recast.{tag}.sym", f"recast {fs} -> {fd} of -u ~ -recast of u",
+                     rc(neg_bits(u, fs)), neg_bits(rc(u), fd), fd),
+                *_cong(f"recast.{tag}.cong", rc, u, fs, fd, f"recast {fs} -> {fd} of +0 ~ of -0",
+                       f"recast {fs} -> {fd} of a NaN is a NaN")]
     return lms
 
 
@@ -172,11 +199,8 @@ def ftz_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
         raise NotDecomposable(f"model {th.model} is not an FTZ-AddMul chain")
     p = th.param_dict
     nan = p.get("nan", "default")
-    K, inp, out, notes = traced_dot(m)
-    if any(isinstance(n, trace.KOrder) for n in notes):
-        raise NotDecomposable("a k order other than the natural one")
-    if not out.v.eq(mma.ftz_addmul(inp.a, inp.b, inp.c, ins.a, ins.b, fc=ins.c, **p).v):
-        raise NotDecomposable("the traced output is not ftz_addmul of the inputs")
+    K, inp = _checked_program(m, lambda i, _: mma.ftz_addmul(i.a, i.b, i.c, ins.a, ins.b, fc=ins.c, **p),
+                              "ftz_addmul of the inputs")
     f = ins.c
     F = fp.fmt(f)
     x, y = K.var("x", F.storage, False), K.var("y", F.storage, False)
@@ -188,23 +212,21 @@ def ftz_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
                                    mma.flush_in(fp.decode(ins.b, v)), F.name, nan)
     cin = lambda v: mma.recode(mma.flush_in(dec(v)))                       # noqa: E731
     fin = lambda v: mma.recode(dec(v))                                     # noqa: E731
-    sym = lambda name, role, o1, o2: Lemma(name, role, [z3.Not(approx_equal(o1, o2, f).v)])  # noqa: E731
     q = lambda v: dec(v).nan.v                                             # noqa: E731
     md = mode or "RNE"
     return [
-        sym("c.sym", "the flushed, re-encoded c of -c ~ -(that of c)", cin(neg_bits(x, f)),
-            neg_bits(cin(x), f)),
-        sym("mul.sym", "FTZ-Mul(-a, b) ~ -FTZ-Mul(a, b)", mul(neg_bits(a, ins.a), b),
-            neg_bits(mul(a, b), f)),
-        sym("add.sym", "FTZ-Add(-u, -v) ~ -FTZ-Add(u, v)", add(neg_bits(x, f), neg_bits(y, f), md),
-            neg_bits(add(x, y, md), f)),
-        sym("add.cong.l.zero", "FTZ-Add(+0, v) ~ FTZ-Add(-0, v)", add(z, y), add(nz, y)),
-        sym("add.cong.r.zero", "FTZ-Add(u, +0) ~ FTZ-Add(u, -0)", add(x, z), add(x, nz)),
+        _sym("c.sym", "the flushed, re-encoded c of -c ~ -(that of c)", cin(neg_bits(x, f)),
+             neg_bits(cin(x), f), f),
+        _sym("mul.sym", "FTZ-Mul(-a, b) ~ -FTZ-Mul(a, b)", mul(neg_bits(a, ins.a), b),
+             neg_bits(mul(a, b), f), f),
+        _sym("add.sym", "FTZ-Add(-u, -v) ~ -FTZ-Add(u, v)",
+             add(neg_bits(x, f), neg_bits(y, f), md), neg_bits(add(x, y, md), f), f),
+        _sym("add.cong.l.zero", "FTZ-Add(+0, v) ~ FTZ-Add(-0, v)", add(z, y), add(nz, y), f),
+        _sym("add.cong.r.zero", "FTZ-Add(u, +0) ~ FTZ-Add(u, -0)", add(x, z), add(x, nz), f),
         Lemma("add.cong.nan", "a NaN operand gives a NaN sum", [z3.Or(q(x), q(y)), z3.Not(q(add(x, y)))]),
-        sym("out.sym", "the re-encoded output of -u ~ -(that of u)", fin(neg_bits(x, f)),
-            neg_bits(fin(x), f)),
-        sym("out.cong.zero", "the re-encoded output of +0 ~ of -0", fin(z), fin(nz)),
-        Lemma("out.cong.nan", "a NaN stays a NaN", [q(x), z3.Not(q(fin(x)))]),
+        _sym("out.sym", "the re-encoded output of -u ~ -(that of u)", fin(neg_bits(x, f)),
+             neg_bits(fin(x), f), f),
+        *_cong("out.cong", fin, x, f, f, "the re-encoded output of +0 ~ of -0", "a NaN stays a NaN"),
     ]
 
 
@@ -410,15 +432,11 @@ def fma_symmetry_lemmas(m: Model, mode: str | None = None) -> list[Lemma]:
     a, b, d, d2 = (K.var(n, fp.fmt(f).storage, False) for n in ("a", "b", "d", "e"))
     fm = lambda x, y, z: fp.fma(f, x, y, z, md, nan)
     return [
-        Lemma("fma.sym", "fma(-a, b, -d) ~ -fma(a, b, d)",
-              [z3.Not(approx_equal(fm(neg_bits(a, f), b, neg_bits(d, f)),
-                                   neg_bits(fm(a, b, d), f), f).v)]),
+        _sym("fma.sym", "fma(-a, b, -d) ~ -fma(a, b, d)",
+             fm(neg_bits(a, f), b, neg_bits(d, f)), neg_bits(fm(a, b, d), f), f),
         # d ~ d': equal bits (the same fma), both NaN (fma.cong.nan), or both zero
-        Lemma("fma.cong.zero", "fma(a, b, +0) ~ fma(a, b, -0)",
-              [z3.Not(approx_equal(fm(a, b, K.const(0, d.w, False)),
-                                   fm(a, b, neg_bits(K.const(0, d.w, False), f)), f).v)]),
-        Lemma("fma.cong.nan", "a NaN accumulator gives a NaN output",
-              [fp.decode(f, d).nan.v, z3.Not(fp.decode(f, fm(a, b, d)).nan.v)]),
+        *_cong("fma.cong", lambda w: fm(a, b, w), d, f, f, "fma(a, b, +0) ~ fma(a, b, -0)",
+               "a NaN accumulator gives a NaN output"),
     ]
 
 
